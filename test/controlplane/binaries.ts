@@ -1,0 +1,56 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type Binary = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm';
+export const ALL_BINARIES: Binary[] = ['kube-apiserver', 'etcd', 'kubectl', 'helm'];
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** build-bins.sh sits beside the sources; from test/dist/controlplane it is two levels up. */
+const buildScript = [join(here, 'build-bins.sh'), resolve(here, '../../controlplane/build-bins.sh')].find((p) =>
+  existsSync(p),
+);
+
+/** The cache build-bins.sh writes to (kept in step with its default). */
+export function binCacheDir(): string {
+  return (
+    process.env.KD_BIN_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kd-connections', 'bin')
+  );
+}
+
+/**
+ * Where each binary comes from: KD_BIN_DIR, then KUBEBUILDER_ASSETS (envtest's variable, for people who
+ * already have prebuilt binaries), then the build cache. A directory only counts for the binaries it has.
+ */
+export function findBinary(name: Binary): string | undefined {
+  for (const dir of [process.env.KD_BIN_DIR, process.env.KUBEBUILDER_ASSETS, binCacheDir()]) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  return undefined;
+}
+
+/**
+ * Paths of the requested binaries, building the missing ones from the Go module proxy first.
+ * The build prints progress to stderr; the first kube-apiserver build takes minutes.
+ */
+export async function ensureBinaries(names: Binary[] = ALL_BINARIES): Promise<Record<Binary, string>> {
+  const missing = names.filter((n) => !findBinary(n));
+  if (missing.length > 0) {
+    if (!buildScript) throw new Error('build-bins.sh not found; set KD_BIN_DIR to a folder with ' + missing.join(', '));
+    process.stderr.write(`[controlplane] building ${missing.join(', ')} into ${binCacheDir()}\n`);
+    await new Promise<void>((ok, fail) => {
+      const child = spawn('bash', [buildScript, ...missing], { stdio: ['ignore', 'ignore', 'inherit'] });
+      child.on('error', fail);
+      child.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`build-bins.sh exited with ${code}`))));
+    });
+  }
+  const out = {} as Record<Binary, string>;
+  for (const n of names) {
+    const p = findBinary(n);
+    if (!p) throw new Error(`${n} is still missing after the build`);
+    out[n] = p;
+  }
+  return out;
+}

@@ -1,0 +1,2 @@
+console.error('npm start: the local environment is not implemented yet');
+process.exit(1);
