@@ -1,0 +1,155 @@
+/**
+ * The status a reconcile writes (DESIGN §3): generator bookkeeping, the connection hash, each
+ * connection's state, member counts, and the two conditions. Pure: the reconciler compares the result
+ * with what is stored and writes only a difference.
+ */
+import type { Member } from './members.js';
+import type { Condition, ConnectionStatus, KDClusterStatus } from './types.js';
+
+export const CONDITION_CONNECTIONS_RESOLVED = 'ConnectionsResolved';
+export const CONDITION_CONFIGMETA_SYNCED = 'ConfigMetaSynced';
+
+export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
+
+/** Replaces the condition of the same type; the transition time moves only when the status flips. */
+export function setCondition(conditions: Condition[] | undefined, next: ConditionInput, now: string): Condition[] {
+  const list = [...(conditions ?? [])];
+  const i = list.findIndex((c) => c.type === next.type);
+  const prev = i >= 0 ? list[i] : undefined;
+  const merged: Condition = {
+    ...next,
+    lastTransitionTime: prev && prev.status === next.status ? prev.lastTransitionTime : now,
+  };
+  if (i >= 0) list[i] = merged;
+  else list.push(merged);
+  return list;
+}
+
+export interface Delivery {
+  /** The generator the pods were brought to. */
+  generator: number;
+  /** Members that hold the configmeta of `generator` after this pass. */
+  synced: string[];
+  /** Members whose patch failed: pod name → reason. */
+  failed: Record<string, string>;
+  /** Set when configmeta does not fit in an annotation: its size in bytes. */
+  tooLargeBytes?: number;
+}
+
+export interface StatusInput {
+  previous: KDClusterStatus | undefined;
+  generation: number | undefined;
+  /** Set when the cluster's own app could not be found (nothing can be rendered). */
+  appProblem?: string;
+  connections: ConnectionStatus[];
+  hash: string;
+  members: Member[];
+  delivery?: Delivery;
+  now: string;
+}
+
+function connectionsCondition(input: StatusInput): ConditionInput {
+  const { connections, generation } = input;
+  if (input.appProblem) {
+    return {
+      type: CONDITION_CONNECTIONS_RESOLVED,
+      status: 'False',
+      reason: 'AppNotFound',
+      message: input.appProblem,
+      observedGeneration: generation,
+    };
+  }
+  const bad = connections.filter((c) => c.state !== 'Connected');
+  if (bad.length === 0) {
+    return {
+      type: CONDITION_CONNECTIONS_RESOLVED,
+      status: 'True',
+      reason: 'AllConnected',
+      message:
+        connections.length === 0
+          ? 'no connections'
+          : `${connections.length}/${connections.length} connections connected`,
+      observedGeneration: generation,
+    };
+  }
+  const reason = bad.every((c) => c.state === bad[0]!.state) ? bad[0]!.state : 'ConnectionProblems';
+  return {
+    type: CONDITION_CONNECTIONS_RESOLVED,
+    status: 'False',
+    reason,
+    message: bad
+      .map((c) => `${c.kind.toLowerCase()} ${c.name}: ${c.state}${c.message ? ` (${c.message})` : ''}`)
+      .join('; '),
+    observedGeneration: generation,
+  };
+}
+
+function syncedCondition(input: StatusInput): ConditionInput {
+  const { delivery, members, generation } = input;
+  const base = { type: CONDITION_CONFIGMETA_SYNCED, observedGeneration: generation };
+  if (input.appProblem || !delivery) {
+    return {
+      ...base,
+      status: 'False',
+      reason: 'AppNotFound',
+      message: "configmeta cannot be rendered without the cluster's app",
+    };
+  }
+  if (delivery.tooLargeBytes !== undefined) {
+    return {
+      ...base,
+      status: 'False',
+      reason: 'ConfigMetaTooLarge',
+      message: `configmeta is ${delivery.tooLargeBytes} bytes and does not fit in a pod annotation (annotations are limited to 262144 bytes in total); nothing was written`,
+    };
+  }
+  const failed = Object.keys(delivery.failed).sort();
+  if (failed.length > 0) {
+    return {
+      ...base,
+      status: 'False',
+      reason: 'PodPatchFailed',
+      message: `configmeta generator ${delivery.generator} written to ${delivery.synced.length}/${members.length} member pods; failed: ${failed.map((p) => `${p} (${delivery.failed[p]})`).join(', ')}`,
+    };
+  }
+  return {
+    ...base,
+    status: 'True',
+    reason: 'Synced',
+    message:
+      members.length === 0
+        ? `no member pods yet (generator ${delivery.generator})`
+        : `configmeta generator ${delivery.generator} written to ${delivery.synced.length}/${members.length} member pods`,
+  };
+}
+
+export function isDeliveryComplete(d: Delivery | undefined, members: Member[]): boolean {
+  return (
+    !!d && d.tooLargeBytes === undefined && Object.keys(d.failed).length === 0 && d.synced.length === members.length
+  );
+}
+
+export function buildStatus(input: StatusInput): KDClusterStatus {
+  const prev = input.previous ?? {};
+  const complete = !input.appProblem && isDeliveryComplete(input.delivery, input.members);
+  let conditions = setCondition(prev.conditions, connectionsCondition(input), input.now);
+  conditions = setCondition(conditions, syncedCondition(input), input.now);
+  const connected = input.connections.filter((c) => c.state === 'Connected').length;
+  const ready = input.members.filter((m) => m.ready).length;
+  const synced = input.delivery?.synced.length ?? 0;
+  const status: KDClusterStatus = {
+    ...prev,
+    observedGeneration: input.generation,
+    // Recorded only once every member holds it: until then the regeneration is still pending.
+    lastConfigMetaGenerator: complete ? input.delivery!.generator : prev.lastConfigMetaGenerator,
+    connectionsHash: complete ? input.hash : prev.connectionsHash,
+    connections: input.connections,
+    members: { total: input.members.length, ready, synced },
+    connectionsSummary: `${connected}/${input.connections.length}`,
+    membersSummary: `${ready}/${input.members.length}`,
+    conditions,
+  };
+  if (status.lastConfigMetaGenerator === undefined) delete status.lastConfigMetaGenerator;
+  if (status.connectionsHash === undefined) delete status.connectionsHash;
+  return status;
+}

@@ -1,0 +1,84 @@
+/**
+ * `connectable_to` of a KubeDirectorApp: which clusters a cluster of this app may connect to.
+ * Absent: no restriction (KubeDirector compatibility). Empty: no cluster connections at all.
+ * A connected cluster is allowed when its app matches any entry; an entry matches when all of
+ * its fields match. `version` is either an exact version or a semver range.
+ */
+import semver from 'semver';
+import type { ConnectableToEntry, KDApp, KDAppSpec } from './types.js';
+
+const EXACT_VERSION = /^v?\d+(\.\d+)*([-+][0-9A-Za-z.+-]+)?$/;
+
+export type VersionSpec = { kind: 'exact'; value: string } | { kind: 'range'; range: string };
+
+/** Parses the version field of an entry; undefined when it is neither a version nor a valid range. */
+export function parseVersionSpec(spec: string): VersionSpec | undefined {
+  const s = spec.trim();
+  if (s === '') return undefined;
+  if (EXACT_VERSION.test(s)) return { kind: 'exact', value: s };
+  const range = semver.validRange(s, { loose: true });
+  return range === null ? undefined : { kind: 'range', range };
+}
+
+function loose(version: string): semver.SemVer | null {
+  return semver.parse(version, { loose: true }) ?? semver.coerce(version, { includePrerelease: true });
+}
+
+export function versionMatches(spec: string, version: string | undefined): boolean {
+  if (version === undefined) return false;
+  const parsed = parseVersionSpec(spec);
+  if (!parsed) return false;
+  if (parsed.kind === 'exact') {
+    if (parsed.value.replace(/^v/, '') === version.trim().replace(/^v/, '')) return true;
+    // "2.4" and "2.4.0" name the same release; "2.4" and "2.4.1" do not.
+    const a = loose(parsed.value);
+    const b = loose(version);
+    return a !== null && b !== null && semver.eq(a, b) && !/[-+]/.test(parsed.value + version);
+  }
+  const v = loose(version);
+  return v !== null && semver.satisfies(v, parsed.range, { loose: true });
+}
+
+export function entryMatches(entry: ConnectableToEntry, target: KDAppSpec): boolean {
+  const fields = entryFields(entry);
+  if (fields.length === 0) return false; // an empty entry matches nothing (and is refused on the kdapp)
+  if (entry.category !== undefined && entry.category !== target.category) return false;
+  if (entry.distroID !== undefined && entry.distroID !== target.distroID) return false;
+  if (entry.version !== undefined && !versionMatches(entry.version, target.version)) return false;
+  return true;
+}
+
+export function entryFields(entry: ConnectableToEntry): (keyof ConnectableToEntry)[] {
+  return (['category', 'distroID', 'version'] as const).filter((k) => entry[k] !== undefined);
+}
+
+export type ConnectableVerdict = { allowed: true } | { allowed: false; reason: 'empty' | 'no-match' };
+
+/** May a cluster of app `from` connect to a cluster of app `to`? */
+export function isConnectable(from: KDAppSpec, to: KDAppSpec): ConnectableVerdict {
+  const rules = from.connectable_to;
+  if (rules === undefined || rules === null) return { allowed: true };
+  if (rules.length === 0) return { allowed: false, reason: 'empty' };
+  return rules.some((e) => entryMatches(e, to)) ? { allowed: true } : { allowed: false, reason: 'no-match' };
+}
+
+/** `{category: "training", version: ">=2.4 <3"}` */
+export function describeEntry(entry: ConnectableToEntry): string {
+  const parts = entryFields(entry).map((k) => `${k}: ${JSON.stringify(entry[k])}`);
+  return `{${parts.join(', ')}}`;
+}
+
+/** `app "spark" (category "streaming", distroID "bluedata/spark", version "2.4.5")` */
+export function describeApp(app: KDApp): string {
+  const s = app.spec ?? {};
+  const q = (v: unknown) => (v === undefined || v === null || v === '' ? 'none' : JSON.stringify(v));
+  return `app "${app.metadata.name}" (category ${q(s.category)}, distroID ${q(s.distroID)}, version ${q(s.version)})`;
+}
+
+/** What `from` allows, for messages: `{category: "training"}, {distroID: "x"}` or a sentence for the edge cases. */
+export function describeAllowed(from: KDAppSpec): string {
+  const rules = from.connectable_to;
+  if (rules === undefined || rules === null) return 'any cluster (connectable_to is not set)';
+  if (rules.length === 0) return 'no cluster connections (connectable_to is empty)';
+  return rules.map(describeEntry).join(', ');
+}

@@ -1,0 +1,233 @@
+/**
+ * The two kinds, `kubedirector.hpe.com/v1beta1`, as far as kd-connections reads and writes them.
+ * Fields KubeDirector has that we do not model are kept by the CRD (preserve-unknown-fields) and
+ * typed here as an open index signature, so nothing is lost when an object passes through.
+ */
+
+export const GROUP = 'kubedirector.hpe.com';
+export const VERSION = 'v1beta1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KDCLUSTER_PLURAL = 'kubedirectorclusters';
+export const KDAPP_PLURAL = 'kubedirectorapps';
+
+/** Labels and annotations (KubeDirector's own names where KubeDirector had them). */
+export const LABEL_CM_TYPE = 'kubedirector.hpe.com/cmType';
+export const LABEL_SECRET_TYPE = 'kubedirector.hpe.com/secretType';
+export const LABEL_KDCLUSTER = 'kubedirector.hpe.com/kdcluster';
+export const LABEL_ROLE = 'kubedirector.hpe.com/role';
+export const ANNOTATION_CONFIGMETA = 'kubedirector.hpe.com/configmeta';
+export const ANNOTATION_CONFIGMETA_GENERATOR = 'kubedirector.hpe.com/configmeta-generator';
+export const ANNOTATION_CONFIGMETA_HASH = 'kubedirector.hpe.com/configmeta-hash';
+/** On a pod: "false" opts out of the configmeta volume the pod webhook adds. */
+export const ANNOTATION_CONFIGMETA_VOLUME = 'kubedirector.hpe.com/configmeta-volume';
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  creationTimestamp?: string | Date;
+  deletionTimestamp?: string | Date;
+  [key: string]: unknown;
+}
+
+/** Any object we only need the metadata of (ConfigMaps and Secrets in admission). */
+export interface MetaObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+}
+
+export interface ConnectableToEntry {
+  category?: string;
+  distroID?: string;
+  /** An exact version ("2.4.5", "1.0") or a semver range (">=2.4 <3", "^7", "2.x"). */
+  version?: string;
+}
+
+export interface KDAppService {
+  id: string;
+  label?: { name?: string; description?: string };
+  endpoint?: {
+    port: number;
+    urlScheme?: string;
+    path?: string;
+    isDashboard?: boolean;
+    hasAuthToken?: boolean;
+  };
+  exported_service?: string;
+  [key: string]: unknown;
+}
+
+export interface KDAppRole {
+  id: string;
+  cardinality?: string;
+  imageRepoTag?: string;
+  [key: string]: unknown;
+}
+
+export interface KDAppSpec {
+  label?: { name?: string; description?: string };
+  distroID?: string;
+  version?: string;
+  configSchemaVersion?: number;
+  defaultImageRepoTag?: string;
+  /** What this app provides, e.g. "streaming", "training". */
+  category?: string;
+  /** Which clusters a cluster of this app may connect to. Absent: any. Empty: none. */
+  connectable_to?: ConnectableToEntry[];
+  roles?: KDAppRole[];
+  services?: KDAppService[];
+  config?: {
+    configMeta?: Record<string, string>;
+    roleServices?: { roleID: string; serviceIDs: string[] }[];
+    selectedRoles?: string[];
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+export interface KDApp {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: KDAppSpec;
+}
+
+export interface ResourceList {
+  cpu?: string | number;
+  memory?: string | number;
+  [key: string]: string | number | undefined;
+}
+
+export interface KDClusterRole {
+  id: string;
+  members?: number;
+  resources?: { requests?: ResourceList; limits?: ResourceList };
+  [key: string]: unknown;
+}
+
+export interface Connections {
+  clusters?: string[];
+  configmaps?: string[];
+  secrets?: string[];
+}
+
+export type AppCatalog = 'local' | 'system';
+
+export interface KDClusterSpec {
+  app: string;
+  appCatalog?: AppCatalog;
+  roles?: KDClusterRole[];
+  connections?: Connections;
+  configMetaGenerator?: number;
+  [key: string]: unknown;
+}
+
+export type ConnectionKind = 'Cluster' | 'ConfigMap' | 'Secret';
+export type ConnectionState = 'Connected' | 'Missing' | 'NotConnectable' | 'Unlabeled';
+
+export interface ConnectionStatus {
+  kind: ConnectionKind;
+  name: string;
+  state: ConnectionState;
+  message?: string;
+  /** Short digest of what pods see from this connection; lets the reconciler name the one that changed. */
+  contentHash?: string;
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+export interface MembersStatus {
+  total: number;
+  ready: number;
+  /** Members holding the configmeta of the current generator. */
+  synced: number;
+}
+
+export interface KDClusterStatus {
+  observedGeneration?: number;
+  lastConfigMetaGenerator?: number;
+  connectionsHash?: string;
+  connections?: ConnectionStatus[];
+  members?: MembersStatus;
+  /** "connected/declared", for the printer column. */
+  connectionsSummary?: string;
+  /** "ready/total", for the printer column. */
+  membersSummary?: string;
+  conditions?: Condition[];
+  [key: string]: unknown;
+}
+
+export interface KDCluster {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: KDClusterSpec;
+  status?: KDClusterStatus;
+}
+
+/** The parts of a Pod the renderer and the reconciler use. */
+export interface PodLike {
+  metadata: ObjectMeta;
+  spec?: {
+    hostname?: string;
+    subdomain?: string;
+    containers?: { name: string; [key: string]: unknown }[];
+    [key: string]: unknown;
+  };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    [key: string]: unknown;
+  };
+}
+
+/** A ConfigMap as the renderer needs it. */
+export interface ConfigMapLike {
+  metadata: ObjectMeta;
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+}
+
+/**
+ * A Secret as the reconciler keeps it: keys only, unless values are explicitly inlined.
+ * Values never enter a hash (the connection hash uses uid + resourceVersion for Secrets).
+ */
+export interface SecretLike {
+  metadata: ObjectMeta;
+  keys: string[];
+  /** base64 values, present only when inlining was opted into. */
+  data?: Record<string, string>;
+}
+
+export const CONNECTION_LISTS = ['clusters', 'configmaps', 'secrets'] as const;
+export type ConnectionList = (typeof CONNECTION_LISTS)[number];
+
+export const KIND_OF_LIST: Record<ConnectionList, ConnectionKind> = {
+  clusters: 'Cluster',
+  configmaps: 'ConfigMap',
+  secrets: 'Secret',
+};
+
+/** "namespace/name", the key every cache, queue and index uses. */
+export function objectKey(namespace: string | undefined, name: string | undefined): string {
+  return `${namespace ?? ''}/${name ?? ''}`;
+}
+
+export function splitKey(key: string): { namespace: string; name: string } {
+  const i = key.indexOf('/');
+  return { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
