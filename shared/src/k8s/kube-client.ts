@@ -1,0 +1,187 @@
+/**
+ * A small JSON client for the reads client-node does not do well: paginated lists, streaming watches
+ * with bookmarks and server-side timeouts, and metadata-only (PartialObjectMetadata) requests, so the
+ * admission service never holds Secret data. Authentication comes from client-node's KubeConfig; one
+ * keep-alive agent serves every request (client-node 1.4 leaks one per watch reconnect).
+ */
+import https from 'node:https';
+import http from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export class KubeApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
+}
+
+/** HTTP status of an error from this client or from client-node's ApiException, if it has one. */
+export function errorStatus(e: unknown): number | undefined {
+  if (e instanceof KubeApiError) return e.status;
+  const code =
+    (e as { code?: unknown; statusCode?: unknown } | null)?.code ?? (e as { statusCode?: unknown } | null)?.statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/** A write refused because the object moved on: a failed `test` op (422 from JSON Patch) or a 409. */
+export function isConflict(e: unknown): boolean {
+  const s = errorStatus(e);
+  if (s === 409) return true;
+  if (s !== 422) return false;
+  const body = (e as { body?: unknown }).body;
+  const text = typeof body === 'string' ? body : e instanceof Error ? e.message : '';
+  return /test operation failed|testing value|the server rejected our request due to an error in our request/i.test(
+    text,
+  );
+}
+
+export const ACCEPT_JSON = 'application/json';
+export const ACCEPT_META = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+export const ACCEPT_META_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  accept?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export class KubeClient {
+  readonly server: string;
+  private readonly agent: https.Agent | http.Agent;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly userAgent = 'kd-connections',
+  ) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    this.server = cluster.server.replace(/\/+$/, '');
+    this.agent = this.server.startsWith('https:')
+      ? new https.Agent({ keepAlive: true, maxSockets: 64 })
+      : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  }
+
+  private async options(path: string, opts: RequestOptions): Promise<{ url: URL; req: https.RequestOptions }> {
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const req: https.RequestOptions = { headers: {} };
+    await this.kc.applyToHTTPSOptions(req);
+    req.agent = this.agent;
+    req.method = 'GET';
+    req.headers = {
+      ...(req.headers as Record<string, string>),
+      Accept: opts.accept ?? ACCEPT_JSON,
+      'User-Agent': this.userAgent,
+    };
+    return { url, req };
+  }
+
+  /** GET a JSON document; non-2xx answers become KubeApiError with the API's Status message. */
+  async get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+    const { url, req } = await this.options(path, opts);
+    const mod = url.protocol === 'https:' ? https : http;
+    return new Promise<T>((ok, fail) => {
+      const r = mod.request(url, { ...req, signal: opts.signal }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) {
+            try {
+              ok(JSON.parse(text) as T);
+            } catch (e) {
+              fail(new Error(`GET ${path}: invalid JSON from the API server: ${(e as Error).message}`));
+            }
+          } else fail(apiError(status, text, `GET ${path}`));
+        });
+        res.on('error', fail);
+      });
+      r.setTimeout(opts.timeoutMs ?? 30_000, () =>
+        r.destroy(new Error(`GET ${path}: timed out after ${opts.timeoutMs ?? 30_000} ms`)),
+      );
+      r.on('error', fail);
+      r.end();
+    });
+  }
+
+  /**
+   * Opens a watch and calls onEvent for every line. Resolves when the server ends the stream (its
+   * timeoutSeconds), rejects on errors. `idleMs` cuts a connection that went silent (no bytes, not
+   * even bookmarks), which a half-open TCP connection would otherwise keep forever.
+   */
+  async watch(
+    path: string,
+    opts: RequestOptions & { idleMs: number },
+    onEvent: (e: { type: string; object: Record<string, unknown> }) => void,
+  ): Promise<void> {
+    const { url, req } = await this.options(path, { ...opts, query: { ...opts.query, watch: 1 } });
+    const mod = url.protocol === 'https:' ? https : http;
+    return new Promise<void>((ok, fail) => {
+      const r = mod.request(url, { ...req, signal: opts.signal }, (res) => {
+        const status = res.statusCode ?? 0;
+        if (status < 200 || status >= 300) {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => fail(apiError(status, Buffer.concat(chunks).toString('utf8'), `WATCH ${path}`)));
+          return;
+        }
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buf += chunk;
+          let nl: number;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (!line) continue;
+            let ev: { type: string; object: Record<string, unknown> };
+            try {
+              ev = JSON.parse(line);
+            } catch {
+              r.destroy(new Error(`WATCH ${path}: undecodable event`));
+              return;
+            }
+            try {
+              onEvent(ev);
+            } catch (e) {
+              r.destroy(e as Error);
+              return;
+            }
+          }
+        });
+        res.on('end', () => ok());
+        res.on('error', fail);
+        res.on('aborted', () => fail(new Error(`WATCH ${path}: connection aborted`)));
+      });
+      r.setTimeout(opts.idleMs, () => r.destroy(new Error(`WATCH ${path}: no data for ${opts.idleMs} ms`)));
+      r.on('error', fail);
+      r.end();
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+function apiError(status: number, text: string, what: string): KubeApiError {
+  let reason = '';
+  let message = text.slice(0, 500);
+  let details: unknown;
+  try {
+    const s = JSON.parse(text) as { reason?: string; message?: string; details?: unknown };
+    reason = s.reason ?? '';
+    message = s.message ?? message;
+    details = s.details;
+  } catch {
+    // not a Status object; keep the raw text
+  }
+  return new KubeApiError(status, reason, `${what}: ${status} ${reason} ${message}`.trim(), details);
+}
