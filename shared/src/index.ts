@@ -19,3 +19,5 @@ export * from './cluster-status.js';
 export * from './logger.js';
 export * from './k8s/kube-client.js';
 export * from './k8s/informer.js';
+export * from './k8s/event-recorder.js';
+export * from './flags.js';

@@ -83,8 +83,27 @@ export class KubeClient {
   }
 
   /** GET a JSON document; non-2xx answers become KubeApiError with the API's Status message. */
-  async get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+  get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('GET', path, opts);
+  }
+
+  /**
+   * Any JSON request. `body` is serialized with `contentType` (application/json by default; JSON Patch
+   * writes pass application/json-patch+json). Non-2xx answers become KubeApiError.
+   */
+  async request<T>(
+    method: string,
+    path: string,
+    opts: RequestOptions & { body?: unknown; contentType?: string } = {},
+  ): Promise<T> {
     const { url, req } = await this.options(path, opts);
+    req.method = method;
+    const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
+    if (payload) {
+      (req.headers as Record<string, string | number>)['Content-Type'] = opts.contentType ?? 'application/json';
+      (req.headers as Record<string, string | number>)['Content-Length'] = payload.length;
+    }
+    const what = `${method} ${path}`;
     const mod = url.protocol === 'https:' ? https : http;
     return new Promise<T>((ok, fail) => {
       const r = mod.request(url, { ...req, signal: opts.signal }, (res) => {
@@ -95,20 +114,25 @@ export class KubeClient {
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
             try {
-              ok(JSON.parse(text) as T);
+              ok((text ? JSON.parse(text) : {}) as T);
             } catch (e) {
-              fail(new Error(`GET ${path}: invalid JSON from the API server: ${(e as Error).message}`));
+              fail(new Error(`${what}: invalid JSON from the API server: ${(e as Error).message}`));
             }
-          } else fail(apiError(status, text, `GET ${path}`));
+          } else fail(apiError(status, text, what));
         });
         res.on('error', fail);
       });
       r.setTimeout(opts.timeoutMs ?? 30_000, () =>
-        r.destroy(new Error(`GET ${path}: timed out after ${opts.timeoutMs ?? 30_000} ms`)),
+        r.destroy(new Error(`${what}: timed out after ${opts.timeoutMs ?? 30_000} ms`)),
       );
       r.on('error', fail);
-      r.end();
+      r.end(payload);
     });
+  }
+
+  /** PATCH with an RFC 6902 JSON Patch (the only kind of write the reconciler makes). */
+  jsonPatch<T>(path: string, ops: unknown[], opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('PATCH', path, { ...opts, body: ops, contentType: 'application/json-patch+json' });
   }
 
   /**

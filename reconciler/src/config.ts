@@ -1,0 +1,138 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { parseFlags, parseLogLevel, type FlagSpec, type LogLevel } from '@kd-connections/shared';
+
+export const RECONCILER_FLAGS = {
+  kubeconfig: {
+    type: 'string',
+    env: 'KUBECONFIG',
+    help: 'kubeconfig file; in a pod the service account is used when unset',
+  },
+  namespaces: {
+    type: 'list',
+    env: 'KD_WATCH_NAMESPACES',
+    default: [],
+    help: 'namespaces to watch, comma-separated; empty = all',
+  },
+  'system-namespace': {
+    type: 'string',
+    env: 'KD_SYSTEM_NAMESPACE',
+    help: 'namespace of the system app catalog (appCatalog: system); default: the pod namespace',
+  },
+  concurrency: { type: 'int', env: 'KD_CONCURRENCY', default: 4, help: 'clusters reconciled in parallel' },
+  'pod-concurrency': { type: 'int', env: 'KD_POD_CONCURRENCY', default: 8, help: 'pod patches in flight per cluster' },
+  'leader-elect': {
+    type: 'bool',
+    env: 'KD_LEADER_ELECT',
+    default: true,
+    help: 'use a Lease so only one replica writes',
+  },
+  'lease-name': {
+    type: 'string',
+    env: 'KD_LEASE_NAME',
+    default: 'kd-connections-reconciler',
+    help: 'name of the Lease',
+  },
+  'lease-namespace': {
+    type: 'string',
+    env: 'KD_LEASE_NAMESPACE',
+    help: 'namespace of the Lease; default: the pod namespace',
+  },
+  identity: {
+    type: 'string',
+    env: 'KD_IDENTITY',
+    help: 'this replica in the Lease; default: hostname + random suffix',
+  },
+  'secret-connections': {
+    type: 'bool',
+    env: 'KD_SECRET_CONNECTIONS',
+    default: true,
+    help: 'watch labelled Secrets and deliver Secret connections',
+  },
+  'inline-secret-values': {
+    type: 'bool',
+    env: 'KD_INLINE_SECRET_VALUES',
+    default: false,
+    help: 'put Secret values into configmeta (every member pod can read them); off: keys only',
+  },
+  'cluster-domain': {
+    type: 'string',
+    env: 'KD_CLUSTER_DOMAIN',
+    default: 'cluster.local',
+    help: 'cluster DNS domain used in member FQDNs',
+  },
+  'metrics-bind-address': {
+    type: 'string',
+    env: 'KD_METRICS_BIND_ADDRESS',
+    default: '0.0.0.0:8080',
+    help: 'host:port of /healthz, /readyz and /metrics',
+  },
+  'relist-period-seconds': {
+    type: 'int',
+    env: 'KD_RELIST_PERIOD_SECONDS',
+    default: 600,
+    help: 'full relist of every watch (0 = never)',
+  },
+  'watch-timeout-seconds': {
+    type: 'int',
+    env: 'KD_WATCH_TIMEOUT_SECONDS',
+    default: 300,
+    help: 'server-side watch timeout (jittered ±20%)',
+  },
+  'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
+} satisfies Record<string, FlagSpec>;
+
+export interface ReconcilerConfig {
+  kubeconfig?: string;
+  namespaces: string[];
+  systemNamespace: string;
+  concurrency: number;
+  podConcurrency: number;
+  leaderElect: boolean;
+  leaseName: string;
+  leaseNamespace: string;
+  identity: string;
+  secretConnections: boolean;
+  inlineSecretValues: boolean;
+  clusterDomain: string;
+  metricsHost: string;
+  metricsPort: number;
+  relistPeriodMs: number;
+  watchTimeoutSeconds: number;
+  logLevel: LogLevel;
+}
+
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ReconcilerConfig {
+  const f = parseFlags(RECONCILER_FLAGS, argv, env);
+  const podNs = env.POD_NAMESPACE || 'kd-connections';
+  const [host, port] = splitHostPort(f['metrics-bind-address']);
+  if (f.concurrency < 1 || f['pod-concurrency'] < 1)
+    throw new Error('--concurrency and --pod-concurrency must be at least 1');
+  return {
+    kubeconfig: f.kubeconfig || undefined,
+    namespaces: f.namespaces,
+    systemNamespace: f['system-namespace'] || podNs,
+    concurrency: f.concurrency,
+    podConcurrency: f['pod-concurrency'],
+    leaderElect: f['leader-elect'],
+    leaseName: f['lease-name'],
+    leaseNamespace: f['lease-namespace'] || podNs,
+    identity: f.identity || `${hostname()}-${randomBytes(3).toString('hex')}`,
+    secretConnections: f['secret-connections'],
+    inlineSecretValues: f['inline-secret-values'],
+    clusterDomain: f['cluster-domain'],
+    metricsHost: host,
+    metricsPort: port,
+    relistPeriodMs: f['relist-period-seconds'] * 1000,
+    watchTimeoutSeconds: f['watch-timeout-seconds'],
+    logLevel: parseLogLevel(f['log-level']),
+  };
+}
+
+function splitHostPort(v: string): [string, number] {
+  const i = v.lastIndexOf(':');
+  const port = Number(v.slice(i + 1));
+  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--metrics-bind-address: "${v}" is not host:port`);
+  return [v.slice(0, i) || '0.0.0.0', port];
+}

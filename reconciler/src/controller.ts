@@ -1,0 +1,228 @@
+/**
+ * Wiring: informer events → keys in the work queue (via the reverse index) → reconcileCluster.
+ * Handlers only enqueue; they never look at what changed beyond deciding whom to wake. Caches run on
+ * every replica (a standby is warm); the queue runs only while this replica leads.
+ */
+import {
+  API_VERSION,
+  EventRecorder,
+  errorMessage,
+  isConflict,
+  KDCLUSTER_PLURAL,
+  LABEL_KDCLUSTER,
+  LABEL_ROLE,
+  objectKey,
+  ReverseIndex,
+  type KDCluster,
+  type KubeClient,
+  type Logger,
+  type PatchOp,
+} from '@kd-connections/shared';
+import { Caches, INDEX_CLUSTERS_BY_APP, type CachedPod } from './caches.js';
+import type { ReconcilerConfig } from './config.js';
+import type { ReconcilerMetrics, WriteKind } from './metrics.js';
+import { Expectations } from './expectations.js';
+import { reconcileCluster, RetryableError, writeKey, type Writes } from './reconcile.js';
+import { WorkQueue } from './work-queue.js';
+
+export class Controller {
+  readonly caches: Caches;
+  readonly queue: WorkQueue;
+  readonly index = new ReverseIndex();
+  readonly events: EventRecorder;
+  readonly expectations = new Expectations();
+  private leading = false;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly cfg: ReconcilerConfig,
+    private readonly metrics: ReconcilerMetrics,
+    private readonly log: Logger,
+  ) {
+    this.caches = new Caches({
+      client,
+      log,
+      namespaces: cfg.namespaces,
+      systemNamespace: cfg.systemNamespace,
+      secretConnections: cfg.secretConnections,
+      inlineSecretValues: cfg.inlineSecretValues,
+      relistPeriodMs: cfg.relistPeriodMs,
+      watchTimeoutSeconds: cfg.watchTimeoutSeconds,
+      onWatchRestart: (informer, reason) => metrics.watchRestarts.inc({ informer, reason }),
+    });
+    this.events = new EventRecorder({
+      client,
+      controller: 'kd-connections.hpe.com/reconciler',
+      instance: cfg.identity,
+      log,
+      onWrite: (ok) => metrics.writes.inc({ kind: 'event', result: ok ? 'ok' : 'error' }),
+    });
+    this.queue = new WorkQueue((key) => this.reconcile(key), {
+      concurrency: cfg.concurrency,
+      onResult: (key, result, ms, error) => {
+        metrics.reconciles.inc({ result });
+        metrics.reconcileSeconds.observe(ms / 1000);
+        metrics.queueDepth.set(this.queue.depth);
+        if (result === 'error') {
+          const level = error instanceof RetryableError ? 'info' : 'warn';
+          log[level]('reconcile will be retried', { cluster: key, error: errorMessage(error) });
+        }
+      },
+    });
+    this.wire();
+  }
+
+  private enqueue(key: string): void {
+    if (!this.leading) return;
+    this.queue.add(key);
+    this.metrics.queueDepth.set(this.queue.depth);
+  }
+
+  private enqueueDependents(kind: 'Cluster' | 'ConfigMap' | 'Secret', key: string): void {
+    for (const k of this.index.dependentsOf(kind, key)) this.enqueue(k);
+  }
+
+  private wire(): void {
+    const { clusters, apps, configMaps, secrets, pods } = this.caches;
+    const onCluster = (c: KDCluster, old?: KDCluster) => {
+      const key = objectKey(c.metadata.namespace, c.metadata.name);
+      this.expectations.observe(writeKey('kdcluster', key), c.metadata.resourceVersion);
+      this.index.set(key, c.spec?.connections);
+      this.enqueue(key);
+      // A connected cluster's embedded view depends on its spec (and pods, below), not on its status.
+      if (!old || old.metadata.generation !== c.metadata.generation) this.enqueueDependents('Cluster', key);
+    };
+    clusters.on('add', (c) => onCluster(c));
+    clusters.on('update', (c, old) => onCluster(c, old));
+    clusters.on('delete', (c) => {
+      const key = objectKey(c.metadata.namespace, c.metadata.name);
+      this.expectations.observe(writeKey('kdcluster', key), undefined);
+      this.index.delete(key);
+      this.enqueueDependents('Cluster', key);
+    });
+
+    const onApp = (a: { metadata: { namespace?: string; name?: string } }) => {
+      const users =
+        a.metadata.namespace === this.cfg.systemNamespace
+          ? clusters.byIndex(INDEX_CLUSTERS_BY_APP, `*/${a.metadata.name}`)
+          : clusters.byIndex(INDEX_CLUSTERS_BY_APP, `${a.metadata.namespace}/${a.metadata.name}`);
+      for (const c of users) {
+        const key = objectKey(c.metadata.namespace, c.metadata.name);
+        this.enqueue(key);
+        this.enqueueDependents('Cluster', key);
+      }
+    };
+    for (const ev of ['add', 'update', 'delete'] as const) apps.on(ev, onApp);
+
+    for (const ev of ['add', 'update', 'delete'] as const) {
+      configMaps.on(ev, (cm) =>
+        this.enqueueDependents('ConfigMap', objectKey(cm.metadata.namespace, cm.metadata.name)),
+      );
+      secrets?.on(ev, (s) => this.enqueueDependents('Secret', objectKey(s.metadata.namespace, s.metadata.name)));
+    }
+
+    // What a connected cluster's embedded view uses of a pod; annotation writes (ours) leave it alone.
+    const membership = (p: CachedPod) =>
+      JSON.stringify([
+        p.metadata.labels?.[LABEL_ROLE],
+        !!p.metadata.deletionTimestamp,
+        p.spec?.hostname,
+        p.spec?.subdomain,
+        p.metadata.uid,
+      ]);
+    const onPod = (p: CachedPod, old?: CachedPod, gone = false) => {
+      this.expectations.observe(
+        writeKey('pod', objectKey(p.metadata.namespace, p.metadata.name)),
+        gone ? undefined : p.metadata.resourceVersion,
+      );
+      const cluster = p.metadata.labels?.[LABEL_KDCLUSTER];
+      const before = old?.metadata.labels?.[LABEL_KDCLUSTER];
+      for (const c of new Set([cluster, before])) {
+        if (!c) continue;
+        const key = objectKey(p.metadata.namespace, c);
+        this.enqueue(key);
+        if (!old || membership(old) !== membership(p) || before !== cluster) this.enqueueDependents('Cluster', key);
+      }
+    };
+    pods.on('add', (p) => onPod(p));
+    pods.on('update', (p, old) => onPod(p, old));
+    pods.on('delete', (p) => onPod(p, { ...p, metadata: { ...p.metadata, uid: `${p.metadata.uid}-gone` } }, true));
+  }
+
+  /** Called when this replica becomes leader: every cluster is reconciled once (level-triggered resync). */
+  startLeading(): void {
+    this.leading = true;
+    this.metrics.leader.set(1);
+    for (const c of this.caches.clusters.list()) this.queue.add(objectKey(c.metadata.namespace, c.metadata.name));
+    this.queue.start();
+  }
+
+  async stopLeading(): Promise<void> {
+    this.leading = false;
+    this.metrics.leader.set(0);
+    await this.queue.stop();
+  }
+
+  private writes(): Writes {
+    const counted = async <T>(kind: WriteKind, w: () => Promise<T>): Promise<T> => {
+      try {
+        const r = await w();
+        this.metrics.writes.inc({ kind, result: 'ok' });
+        return r;
+      } catch (e) {
+        this.metrics.writes.inc({ kind, result: isConflict(e) ? 'conflict' : 'error' });
+        throw e;
+      }
+    };
+    const kd = (ns: string, name: string) => `/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`;
+    const fm = { fieldManager: 'kd-connections-reconciler' };
+    const expectCluster = (c: KDCluster) => {
+      this.expectations.expect(
+        writeKey('kdcluster', objectKey(c.metadata.namespace, c.metadata.name)),
+        c.metadata.resourceVersion,
+      );
+      return c;
+    };
+    return {
+      patchCluster: (ns, name, ops: PatchOp[]) =>
+        counted('kdcluster', async () =>
+          expectCluster(await this.client.jsonPatch<KDCluster>(kd(ns, name), ops, { query: fm })),
+        ),
+      patchClusterStatus: (ns, name, ops: PatchOp[]) =>
+        counted('kdcluster_status', async () =>
+          expectCluster(await this.client.jsonPatch<KDCluster>(`${kd(ns, name)}/status`, ops, { query: fm })),
+        ),
+      patchPod: (ns, name, ops: PatchOp[]) =>
+        counted('pod', async () => {
+          const pod = await this.client.jsonPatch<{ metadata: { resourceVersion?: string } }>(
+            `/api/v1/namespaces/${ns}/pods/${name}`,
+            ops,
+            { query: fm },
+          );
+          this.expectations.expect(writeKey('pod', objectKey(ns, name)), pod.metadata.resourceVersion);
+          return pod.metadata.resourceVersion;
+        }),
+    };
+  }
+
+  private async reconcile(key: string): Promise<{ requeueAfterMs: number } | void> {
+    if (!this.leading) return;
+    const outcome = await reconcileCluster(key, {
+      getCluster: (ns, name) => this.caches.clusters.get(ns, name),
+      world: this.caches.world(),
+      writes: this.writes(),
+      events: this.events,
+      log: this.log,
+      opts: {
+        systemNamespace: this.cfg.systemNamespace,
+        secretConnections: this.cfg.secretConnections,
+        inlineSecretValues: this.cfg.inlineSecretValues,
+        clusterDomain: this.cfg.clusterDomain,
+        podConcurrency: this.cfg.podConcurrency,
+      },
+      pendingWrites: (keys) => this.expectations.waitFor(keys),
+    });
+    // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
+    if (outcome.deferredMs) return { requeueAfterMs: outcome.deferredMs };
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Events through events.k8s.io/v1, deduplicated: the same note about the same object is posted once
+ * per window (later repeats are only counted in memory), and each object gets at most a burst of
+ * distinct notes per window, so a fan-out to hundreds of clusters cannot flood one ConfigMap's events.
+ * Posting is fire-and-forget: an event that cannot be written is logged, never retried in a loop.
+ */
+import { randomBytes } from 'node:crypto';
+import { errorMessage, type Logger } from '../logger.js';
+import type { KubeClient } from './kube-client.js';
+
+export interface EventTarget {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+export interface EventInput {
+  regarding: EventTarget;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  /** What happened, e.g. "Regenerate". */
+  action: string;
+  note: string;
+  related?: EventTarget;
+}
+
+export interface EventRecorderOptions {
+  client: KubeClient;
+  /** The component posting, e.g. kd-connections-reconciler. */
+  controller: string;
+  instance: string;
+  log: Logger;
+  windowMs?: number;
+  burstPerObject?: number;
+  /** Called after each attempted write (for metrics). */
+  onWrite?: (ok: boolean) => void;
+}
+
+/** events.k8s.io requires eventTime as a MicroTime: RFC 3339 with microseconds. */
+export function microTime(d = new Date()): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+const NOTE_LIMIT = 1024;
+
+export class EventRecorder {
+  private readonly seen = new Map<string, number>();
+  private readonly perObject = new Map<string, { count: number; since: number }>();
+  private readonly window: number;
+  private readonly burst: number;
+  suppressed = 0;
+
+  constructor(private readonly o: EventRecorderOptions) {
+    this.window = o.windowMs ?? 10 * 60_000;
+    this.burst = o.burstPerObject ?? 25;
+  }
+
+  /** Whether this event would be posted now (and records that it was). Pure bookkeeping, no I/O. */
+  admit(e: EventInput, now = Date.now()): boolean {
+    for (const [k, t] of this.seen) if (now - t > this.window) this.seen.delete(k);
+    const obj = `${e.regarding.kind}/${e.regarding.namespace ?? ''}/${e.regarding.name}/${e.regarding.uid ?? ''}`;
+    const key = `${obj}|${e.type}|${e.reason}|${e.note}`;
+    if (this.seen.has(key)) {
+      this.suppressed++;
+      return false;
+    }
+    let budget = this.perObject.get(obj);
+    if (!budget || now - budget.since > this.window) this.perObject.set(obj, (budget = { count: 0, since: now }));
+    if (budget.count >= this.burst) {
+      this.suppressed++;
+      return false;
+    }
+    budget.count++;
+    this.seen.set(key, now);
+    return true;
+  }
+
+  record(e: EventInput): void {
+    if (!this.admit(e)) return;
+    const ns = e.regarding.namespace ?? 'default';
+    const ref = (t: EventTarget) => ({
+      apiVersion: t.apiVersion,
+      kind: t.kind,
+      namespace: t.namespace,
+      name: t.name,
+      uid: t.uid,
+      resourceVersion: t.resourceVersion,
+    });
+    const body = {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name: `${e.regarding.name}.${randomBytes(8).toString('hex')}`.slice(0, 253), namespace: ns },
+      eventTime: microTime(),
+      reportingController: this.o.controller,
+      reportingInstance: this.o.instance.slice(0, 128),
+      action: e.action,
+      reason: e.reason,
+      type: e.type,
+      note: e.note.length > NOTE_LIMIT ? e.note.slice(0, NOTE_LIMIT - 1) + '…' : e.note,
+      regarding: ref(e.regarding),
+      ...(e.related ? { related: ref(e.related) } : {}),
+    };
+    this.o.client
+      .request('POST', `/apis/events.k8s.io/v1/namespaces/${ns}/events`, { body })
+      .then(() => this.o.onWrite?.(true))
+      .catch((err: unknown) => {
+        this.o.onWrite?.(false);
+        this.o.log.warn('could not post event', {
+          reason: e.reason,
+          object: `${ns}/${e.regarding.name}`,
+          error: errorMessage(err),
+        });
+      });
+  }
+}
