@@ -125,7 +125,10 @@ function syncedCondition(input: StatusInput): ConditionInput {
 
 export function isDeliveryComplete(d: Delivery | undefined, members: Member[]): boolean {
   return (
-    !!d && d.tooLargeBytes === undefined && Object.keys(d.failed).length === 0 && d.synced.length === members.length
+    !!d &&
+    d.tooLargeBytes === undefined &&
+    Object.keys(d.failed).length === 0 &&
+    members.every((m) => d.synced.includes(m.pod))
   );
 }
 

@@ -8,6 +8,7 @@ import semver from 'semver';
 import type { ConnectableToEntry, KDApp, KDAppSpec } from './types.js';
 
 const EXACT_VERSION = /^v?\d+(\.\d+)*([-+][0-9A-Za-z.+-]+)?$/;
+const NUMERIC_VERSION = /^\d+(\.\d+)*$/;
 
 export type VersionSpec = { kind: 'exact'; value: string } | { kind: 'range'; range: string };
 
@@ -29,11 +30,16 @@ export function versionMatches(spec: string, version: string | undefined): boole
   const parsed = parseVersionSpec(spec);
   if (!parsed) return false;
   if (parsed.kind === 'exact') {
-    if (parsed.value.replace(/^v/, '') === version.trim().replace(/^v/, '')) return true;
-    // "2.4" and "2.4.0" name the same release; "2.4" and "2.4.1" do not.
-    const a = loose(parsed.value);
-    const b = loose(version);
-    return a !== null && b !== null && semver.eq(a, b) && !/[-+]/.test(parsed.value + version);
+    const a = parsed.value.replace(/^v/, '');
+    const b = version.trim().replace(/^v/, '');
+    if (a === b) return true;
+    // "2.4" and "2.4.0" name the same release; "2.4" and "2.4.1" do not, nor do "5.1.0.0" and "5.1.0.1"
+    // (semver.coerce would drop the fourth part). Pre-release and build versions match only literally.
+    if (!NUMERIC_VERSION.test(a) || !NUMERIC_VERSION.test(b)) return false;
+    const pa = a.split('.').map(Number);
+    const pb = b.split('.').map(Number);
+    for (let i = 0; i < Math.max(pa.length, pb.length); i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return false;
+    return true;
   }
   const v = loose(version);
   return v !== null && semver.satisfies(v, parsed.range, { loose: true });

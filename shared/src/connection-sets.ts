@@ -4,8 +4,11 @@ export type ConnectionSets = Record<ConnectionList, Set<string>>;
 
 /** The connection lists as sets: order and repeats carry no meaning. */
 export function connectionSets(connections: Connections | undefined | null): ConnectionSets {
-  const list = (l: ConnectionList) =>
-    new Set((connections?.[l] ?? []).filter((x): x is string => typeof x === 'string'));
+  // Not an array (a mutating webhook sees objects before schema validation): no entries, never a throw.
+  const list = (l: ConnectionList) => {
+    const items: unknown = connections?.[l];
+    return new Set(Array.isArray(items) ? items.filter((x): x is string => typeof x === 'string') : []);
+  };
   return { clusters: list('clusters'), configmaps: list('configmaps'), secrets: list('secrets') };
 }
 

@@ -1,0 +1,359 @@
+/**
+ * configmeta rendering (DESIGN §6): golden files for a cluster with a connected cluster, a ConfigMap and a
+ * Secret, and explicit checks that KubeDirector's bugs are fixed.
+ *
+ * Regenerate the goldens with `UPDATE_GOLDEN=1` and review the diff: a golden is only right once a person
+ * has checked it against reference §2.5.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  ANNOTATIONS_SIZE_LIMIT,
+  annotationsSize,
+  cores,
+  memoryMiB,
+  renderClusterSection,
+  renderConfigMapEntry,
+  renderConfigMetaForMembers,
+  renderConnections,
+  renderSecretEntry,
+} from '../src/render-configmeta.js';
+import { membersOf } from '../src/members.js';
+import { configMap, secret, exampleApps, cluster, pod, NS } from './fixtures.js';
+import { LAST_APPLIED, render, scenario } from './scenario.js';
+
+function golden(name: string, actual: unknown): void {
+  const path = fileURLToPath(new URL(`./golden/${name}`, import.meta.url));
+  if (process.env.UPDATE_GOLDEN === '1') {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, JSON.stringify(actual, null, 2) + '\n');
+  }
+  if (!existsSync(path)) throw new Error(`golden file ${path} is missing: run with UPDATE_GOLDEN=1 and review it`);
+  expect(actual).toEqual(JSON.parse(readFileSync(path, 'utf8')));
+}
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** Every bdvlibrefkey array inside `value`, with the JSON path where it sits. */
+function refkeys(value: Json, at: string[] = []): { at: string[]; key: string[] }[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => refkeys(v, [...at, String(i)]));
+  if (value === null || typeof value !== 'object') return [];
+  const out: { at: string[]; key: string[] }[] = [];
+  for (const [k, v] of Object.entries(value)) {
+    if (k === 'bdvlibrefkey') out.push({ at, key: v as string[] });
+    else out.push(...refkeys(v, [...at, k]));
+  }
+  return out;
+}
+
+/** Follows a refkey from the document root. */
+function deref(doc: Json, key: string[]): Json | undefined {
+  let cur: Json | undefined = doc;
+  for (const k of key) {
+    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
+    cur = cur[k];
+  }
+  return cur;
+}
+
+function keysDeep(value: Json): string[] {
+  if (Array.isArray(value)) return value.flatMap(keysDeep);
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([k, v]) => [k, ...keysDeep(v)]);
+}
+
+describe('configmeta golden files', () => {
+  it('redacted Secret values (the default)', async () => {
+    const { docs } = await render(scenario());
+    expect([...docs.keys()]).toEqual(['kdss-nb-0']);
+    golden('configmeta-notebook-redacted.json', JSON.parse(docs.get('kdss-nb-0')!));
+  });
+
+  it('inlined Secret values (inlineSecretValues)', async () => {
+    const { docs } = await render(scenario({ inlineSecretValues: true }), { inlineSecretValues: true });
+    golden('configmeta-notebook-inline.json', JSON.parse(docs.get('kdss-nb-0')!));
+  });
+});
+
+describe('configmeta: KubeDirector bugs are fixed', () => {
+  it('every member of a connected role appears once (KubeDirector repeated the last one)', async () => {
+    const { docs } = await render(scenario());
+    const doc = JSON.parse(docs.get('kdss-nb-0')!);
+    const roles = doc.connections.clusters.training.nodegroups['1'].roles;
+    expect(Object.keys(roles)).toEqual(['RESTServer', 'LoadBalancer']);
+    expect(roles.RESTServer.fqdns).toEqual([
+      'kdss-tr-0.kdhs-tr.ml.svc.cluster.local',
+      'kdss-tr-1.kdhs-tr.ml.svc.cluster.local',
+    ]);
+    expect(roles.RESTServer.node_ids).toEqual(['1', '2']);
+    expect(roles.LoadBalancer.node_ids).toEqual(['3']);
+    expect(roles.RESTServer.services['api-server'].endpoints).toEqual([
+      'http://kdss-tr-0.kdhs-tr.ml.svc.cluster.local:10001',
+      'http://kdss-tr-1.kdhs-tr.ml.svc.cluster.local:10001',
+    ]);
+    const all = [...roles.RESTServer.fqdns, ...roles.LoadBalancer.fqdns];
+    expect(new Set(all).size).toBe(all.length);
+    // The terminating pod is not a member.
+    expect(JSON.stringify(doc)).not.toContain('kdss-tr-3');
+  });
+
+  it('every reference inside an embedded cluster points into that cluster and resolves', async () => {
+    const { docs } = await render(scenario());
+    const doc = JSON.parse(docs.get('kdss-nb-0')!) as Json;
+    const embedded = deref(doc, ['connections', 'clusters', 'training'])!;
+    const inner = refkeys(embedded);
+    // services, per-role service hostnames/fqdns, distros and cluster.config_metadata all carry refkeys.
+    expect(inner.length).toBeGreaterThanOrEqual(8);
+    for (const { key } of inner) {
+      expect(key.slice(0, 3)).toEqual(['connections', 'clusters', 'training']);
+      expect(deref(doc, key)).toBeDefined();
+    }
+    // ...and the host cluster's own refkeys stay unprefixed and resolve in the host part.
+    const own = refkeys({ ...(doc as Record<string, Json>), connections: null });
+    expect(own.length).toBeGreaterThan(0);
+    for (const { key } of own) {
+      expect(key[0]).not.toBe('connections');
+      expect(deref(doc, key)).toBeDefined();
+    }
+  });
+
+  it('embedded clusters carry no auth tokens, no secret keys, no node, and are one hop deep', async () => {
+    const { docs } = await render(scenario());
+    const doc = JSON.parse(docs.get('kdss-nb-0')!);
+    const embedded = doc.connections.clusters.training;
+    expect(keysDeep(embedded)).not.toContain('authToken');
+    expect(keysDeep(embedded)).not.toContain('secret_keys');
+    expect(embedded.node).toBeNull();
+    expect(embedded.connections).toEqual({ clusters: null, configmaps: null, secrets: null });
+    // The cluster's own services keep KubeDirector's (empty) authToken field.
+    expect(doc.nodegroups['1'].roles.controller.services['jupyter-nb'].authToken).toBe('');
+  });
+
+  it("kubectl's last-applied-configuration annotation is never copied", async () => {
+    for (const inline of [false, true]) {
+      const { docs } = await render(scenario({ inlineSecretValues: inline }), { inlineSecretValues: inline });
+      const text = docs.get('kdss-nb-0')!;
+      expect(text).not.toContain(LAST_APPLIED);
+      const doc = JSON.parse(text);
+      expect(doc.connections.configmaps.model[0].annotations).toEqual({ 'ml.example.com/owner': 'platform-team' });
+      expect(doc.connections.secrets['source-control'][0].annotations).toEqual({});
+    }
+  });
+
+  it('Secret values are absent when redacted: keys listed, values empty, entry marked', async () => {
+    const { docs } = await render(scenario({ inlineSecretValues: true }));
+    // The world holds the values, but rendering without the opt-in must not use them.
+    const text = docs.get('kdss-nb-0')!;
+    for (const v of [
+      's3cr3t',
+      'alice',
+      Buffer.from('s3cr3t').toString('base64'),
+      Buffer.from('alice').toString('base64'),
+    ]) {
+      expect(text).not.toContain(v);
+    }
+    const entry = JSON.parse(text).connections.secrets['source-control'][0];
+    expect(entry).toEqual({
+      metadata: { name: 'scm-creds' },
+      labels: { 'kubedirector.hpe.com/secretType': 'source-control' },
+      annotations: {},
+      data: { token: '', username: '' },
+      redacted: true,
+    });
+  });
+
+  it('inlined Secret values are the stored base64 and the entry is not marked redacted', async () => {
+    const { docs } = await render(scenario({ inlineSecretValues: true }), { inlineSecretValues: true });
+    const entry = JSON.parse(docs.get('kdss-nb-0')!).connections.secrets['source-control'][0];
+    expect(entry.data).toEqual({ token: 'czNjcjN0', username: 'YWxpY2U=' });
+    expect(entry).not.toHaveProperty('redacted');
+    // Names and labels stay plain strings (KubeDirector base64-encoded them).
+    expect(entry.metadata.name).toBe('scm-creds');
+  });
+});
+
+describe('configmeta: per-pod node section', () => {
+  it('each member gets its own node entry and the same rest', () => {
+    const [trainingApp] = exampleApps().filter((a) => a.metadata.name === 'training-engine');
+    const c = cluster('training', 'training-engine', {
+      roles: [
+        { id: 'RESTServer', members: 2 },
+        { id: 'LoadBalancer', members: 1 },
+      ],
+    });
+    const pods = [
+      pod('t-lb', 'training', 'LoadBalancer'),
+      pod('t-b', 'training', 'RESTServer', { hostname: 'host-b', subdomain: 'svc-x' }),
+      pod('t-a', 'training', 'RESTServer'),
+    ];
+    const members = membersOf(c, trainingApp, pods);
+    const docs = renderConfigMetaForMembers(
+      c,
+      trainingApp!,
+      members,
+      renderConnections({ clusters: [], configmaps: [], secrets: [] }),
+    );
+    expect([...docs.keys()]).toEqual(['t-a', 't-b', 't-lb']);
+    const nodes = [...docs.values()].map((t) => JSON.parse(t).node);
+    expect(nodes).toEqual([
+      {
+        role_id: 'RESTServer',
+        nodegroup_id: '1',
+        id: '1',
+        hostname: 't-a.training.ml.svc.cluster.local',
+        fqdn: 't-a.training.ml.svc.cluster.local',
+        domain: 'training.ml.svc.cluster.local',
+        distro_id: 'hpecp/training-engine',
+        depends_on: {},
+      },
+      {
+        role_id: 'RESTServer',
+        nodegroup_id: '1',
+        id: '2',
+        hostname: 'host-b.svc-x.ml.svc.cluster.local',
+        fqdn: 'host-b.svc-x.ml.svc.cluster.local',
+        domain: 'svc-x.ml.svc.cluster.local',
+        distro_id: 'hpecp/training-engine',
+        depends_on: {},
+      },
+      {
+        role_id: 'LoadBalancer',
+        nodegroup_id: '1',
+        id: '3',
+        hostname: 't-lb.training.ml.svc.cluster.local',
+        fqdn: 't-lb.training.ml.svc.cluster.local',
+        domain: 'training.ml.svc.cluster.local',
+        distro_id: 'hpecp/training-engine',
+        depends_on: {},
+      },
+    ]);
+    const withoutNode = [...docs.values()].map((t) => ({ ...JSON.parse(t), node: null }));
+    expect(withoutNode[1]).toEqual(withoutNode[0]);
+    expect(withoutNode[2]).toEqual(withoutNode[0]);
+    // Own cluster with no connections: empty maps, as KubeDirector renders them.
+    expect(JSON.parse(docs.get('t-a')!).connections).toEqual({ clusters: {}, configmaps: {}, secrets: {} });
+  });
+
+  it('a cluster without member pods renders no document', () => {
+    const [a] = exampleApps().filter((x) => x.metadata.name === 'kafka');
+    const docs = renderConfigMetaForMembers(
+      cluster('k', 'kafka'),
+      a!,
+      [],
+      renderConnections({ clusters: [], configmaps: [], secrets: [] }),
+    );
+    expect(docs.size).toBe(0);
+  });
+});
+
+describe('configmeta pieces', () => {
+  it('ConfigMaps and Secrets are grouped by their type label, sorted by name; unlabeled ones are left out', () => {
+    const conns = renderConnections({
+      clusters: [],
+      configmaps: [
+        configMap('z-model', 'model', { a: '1' }),
+        configMap('spark', 'spark-config', undefined),
+        configMap('a-model', 'model', { b: '2' }),
+        configMap('plain', undefined, { c: '3' }),
+      ],
+      secrets: [
+        secret('s2', 'db', { p: 'x' }),
+        secret('s1', 'db', { q: 'y' }),
+        secret('nolabel', undefined, { r: 'z' }),
+      ],
+    });
+    expect(Object.keys(conns.configmaps)).toEqual(['model', 'spark-config']);
+    expect(conns.configmaps.model!.map((e) => e.metadata.name)).toEqual(['a-model', 'z-model']);
+    expect(conns.configmaps['spark-config']![0]!.data).toBeNull();
+    expect(conns.configmaps['spark-config']![0]!.annotations).toBeNull();
+    expect(conns.secrets.db!.map((e) => e.metadata.name)).toEqual(['s1', 's2']);
+    expect(JSON.stringify(conns)).not.toContain('plain');
+    expect(JSON.stringify(conns)).not.toContain('nolabel');
+  });
+
+  it('renders a ConfigMap entry in the KubeDirector shape', () => {
+    expect(
+      renderConfigMapEntry(
+        configMap('m', 'model', { k: 'v' }, { labels: { team: 'x' }, annotations: { [LAST_APPLIED]: '{}' } }),
+      ),
+    ).toEqual({
+      metadata: { name: 'm' },
+      labels: { team: 'x', 'kubedirector.hpe.com/cmType': 'model' },
+      annotations: {},
+      data: { k: 'v' },
+    });
+  });
+
+  it('inlining needs both the option and values; otherwise the entry is redacted', () => {
+    const withValues = secret('s', 't', { a: '1' }, { withValues: true });
+    expect(renderSecretEntry(withValues, {}).redacted).toBe(true);
+    expect(renderSecretEntry(withValues, { inlineSecretValues: true }).data).toEqual({ a: 'MQ==' });
+    const keysOnly = secret('s', 't', { a: '1' });
+    expect(renderSecretEntry(keysOnly, { inlineSecretValues: true })).toMatchObject({
+      data: { a: '' },
+      redacted: true,
+    });
+  });
+
+  it('flavor: memory limit in MiB and cores rounded up; limits win over requests', () => {
+    expect(memoryMiB('4Gi')).toBe('4096');
+    expect(memoryMiB('512Mi')).toBe('512');
+    expect(memoryMiB('1G')).toBe('954');
+    expect(memoryMiB(1073741824)).toBe('1024');
+    expect(memoryMiB(undefined)).toBe('n/a');
+    expect(memoryMiB('lots')).toBe('n/a');
+    expect(cores('500m')).toBe('1');
+    expect(cores('2')).toBe('2');
+    expect(cores('1.5')).toBe('2');
+    expect(cores(3)).toBe('3');
+    expect(cores(undefined)).toBe('n/a');
+    const [a] = exampleApps().filter((x) => x.metadata.name === 'kafka');
+    const c = cluster('k', 'kafka', {
+      roles: [
+        {
+          id: 'broker',
+          members: 1,
+          resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '3', memory: '8Gi' } },
+        },
+      ],
+    });
+    const section = renderClusterSection(c, a!, membersOf(c, a, [pod('k-0', 'k', 'broker')]));
+    expect(section.nodegroups['1']!.roles.broker!.flavor).toEqual({
+      storage: 'n/a',
+      name: 'n/a',
+      memory: '8192',
+      description: 'n/a',
+      cores: '3',
+    });
+  });
+
+  it('a declared role without members still appears, with no nodes', () => {
+    const [a] = exampleApps().filter((x) => x.metadata.name === 'spark-streaming');
+    const c = cluster('s', 'spark-streaming', {
+      roles: [
+        { id: 'controller', members: 1 },
+        { id: 'worker', members: 0 },
+      ],
+    });
+    const section = renderClusterSection(c, a!, membersOf(c, a, [pod('s-0', 's', 'controller')]));
+    expect(Object.keys(section.nodegroups['1']!.roles)).toEqual(['controller', 'worker']);
+    expect(section.nodegroups['1']!.roles.worker!.node_ids).toEqual([]);
+    expect(section.nodegroups['1']!.roles.worker!.services['spark-worker']!.endpoints).toEqual([]);
+  });
+
+  it('measures annotations the way the API server limits them', () => {
+    expect(ANNOTATIONS_SIZE_LIMIT).toBe(262144);
+    expect(annotationsSize(undefined)).toBe(0);
+    expect(annotationsSize({ ab: 'cde', 'x/é': 'ü' })).toBe(2 + 3 + 4 + 2);
+  });
+});
+
+describe('configmeta namespace', () => {
+  it('uses the cluster namespace in every DNS name', async () => {
+    const { docs } = await render(scenario());
+    const doc = JSON.parse(docs.get('kdss-nb-0')!);
+    expect(doc.node.domain).toBe(`kdhs-nb.${NS}.svc.cluster.local`);
+  });
+});
