@@ -1,1 +1,5 @@
 export * from './generate.js';
+export * from './inspect.js';
+export * from './renewal.js';
+export * from './inject.js';
+export * from './cli.js';

@@ -1,0 +1,139 @@
+/** What createCA / createServingCert produce: names, usages, validity, serials, key size. */
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import forge from 'node-forge';
+import {
+  BACKDATE_MS,
+  createCA,
+  createClientCert,
+  createServingCert,
+  DAY_MS,
+  DEFAULT_KEY_BITS,
+  servingDnsNames,
+  type CertPair,
+} from '../src/generate.js';
+import { inspectCertificate, isIssuedBy, type CertificateInfo } from '../src/inspect.js';
+
+// Whole seconds: certificates store validity with second precision.
+const NOW = new Date('2030-03-01T12:00:00Z');
+
+let ca: CertPair;
+let serving: CertPair;
+let caInfo: CertificateInfo;
+let info: CertificateInfo;
+
+beforeAll(() => {
+  ca = createCA({ now: NOW, lifetimeMs: 30 * DAY_MS });
+  serving = createServingCert({
+    ca,
+    service: { name: 'kd-admission', namespace: 'kd-system' },
+    dnsNames: ['webhook.example.com', 'kd-admission'], // the duplicate must appear once
+    ipAddresses: ['127.0.0.1', '::1'],
+    lifetimeMs: 10 * DAY_MS,
+    now: NOW,
+  });
+  caInfo = inspectCertificate(ca.certPem);
+  info = inspectCertificate(serving.certPem);
+});
+
+describe('serving certificate', () => {
+  it('has SANs for every in-cluster name of the Service, then the extra names and IPs', () => {
+    expect(info.dnsNames).toEqual([
+      'kd-admission',
+      'kd-admission.kd-system',
+      'kd-admission.kd-system.svc',
+      'kd-admission.kd-system.svc.cluster.local',
+      'webhook.example.com',
+    ]);
+    expect(info.ipAddresses).toEqual(['127.0.0.1', '::1']);
+    expect(info.subjectCN).toBe('kd-admission');
+  });
+
+  it('is for serverAuth only, not a CA, and signed by the CA', () => {
+    expect(info.extKeyUsages).toEqual(['serverAuth']);
+    expect(info.isCA).toBe(false);
+    expect(info.issuerCN).toBe('kd-connections-ca');
+    expect(isIssuedBy(info, caInfo)).toBe(true);
+    const ku = forge.pki.certificateFromPem(serving.certPem).getExtension('keyUsage') as {
+      digitalSignature?: boolean;
+      keyCertSign?: boolean;
+    };
+    expect(ku.digitalSignature).toBe(true);
+    expect(ku.keyCertSign).toBe(false);
+  });
+
+  it('is valid from 5 minutes before issuance for its lifetime', () => {
+    expect(BACKDATE_MS).toBe(5 * 60 * 1000);
+    expect(info.notBefore.toISOString()).toBe('2030-03-01T11:55:00.000Z');
+    expect(info.notAfter.toISOString()).toBe('2030-03-11T12:00:00.000Z');
+  });
+
+  it('never outlives its CA', () => {
+    const long = inspectCertificate(
+      createServingCert({ ca, dnsNames: ['x.example.com'], lifetimeMs: 365 * DAY_MS, now: NOW }).certPem,
+    );
+    expect(long.notAfter.getTime()).toBe(caInfo.notAfter.getTime());
+  });
+
+  it('uses a 2048-bit RSA key by default', () => {
+    expect(DEFAULT_KEY_BITS).toBe(2048);
+    expect(info.x509.publicKey.asymmetricKeyType).toBe('rsa');
+    expect(info.x509.publicKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
+  });
+
+  it('needs at least one name', () => {
+    expect(() => createServingCert({ ca })).toThrow(/at least one DNS name or IP address/);
+  });
+
+  it('servingDnsNames lists the Service names first, without duplicates', () => {
+    expect(servingDnsNames({ service: { name: 's', namespace: 'n' }, dnsNames: ['s.n', 'x'] })).toEqual([
+      's',
+      's.n',
+      's.n.svc',
+      's.n.svc.cluster.local',
+      'x',
+    ]);
+  });
+});
+
+describe('CA', () => {
+  it('is a self-signed CA with critical basicConstraints and keyCertSign', () => {
+    expect(caInfo.isCA).toBe(true);
+    expect(caInfo.subject).toBe(caInfo.issuer);
+    expect(isIssuedBy(caInfo, caInfo)).toBe(true);
+    const cert = forge.pki.certificateFromPem(ca.certPem);
+    const bc = cert.getExtension('basicConstraints') as { cA?: boolean; critical?: boolean };
+    expect(bc).toMatchObject({ cA: true, critical: true });
+    const ku = cert.getExtension('keyUsage') as { keyCertSign?: boolean; cRLSign?: boolean };
+    expect(ku).toMatchObject({ keyCertSign: true, cRLSign: true });
+  });
+
+  it('is valid from 5 minutes before creation for its lifetime', () => {
+    expect(caInfo.notBefore.toISOString()).toBe('2030-03-01T11:55:00.000Z');
+    expect(caInfo.notAfter.toISOString()).toBe('2030-03-31T12:00:00.000Z');
+  });
+});
+
+describe('serial numbers', () => {
+  it('are random, positive and 16 bytes long', () => {
+    const other = inspectCertificate(createServingCert({ ca, dnsNames: ['a.example.com'], keyBits: 1024 }).certPem);
+    const client = inspectCertificate(createClientCert({ ca, commonName: 'c', keyBits: 1024 }).certPem);
+    const serials = [caInfo.serialNumber, info.serialNumber, other.serialNumber, client.serialNumber];
+    expect(new Set(serials).size).toBe(4);
+    for (const s of serials) {
+      expect(s).toMatch(/^[0-7][0-9a-f]{31}$/);
+      expect(s).not.toMatch(/^00/);
+    }
+  });
+});
+
+describe('client certificate', () => {
+  it('is for clientAuth with the organizations as O=', () => {
+    const c = inspectCertificate(
+      createClientCert({ ca, commonName: 'admin', organizations: ['system:masters'], keyBits: 1024 }).certPem,
+    );
+    expect(c.extKeyUsages).toEqual(['clientAuth']);
+    expect(c.subject).toContain('O=system:masters');
+    expect(c.subjectCN).toBe('admin');
+    expect(c.dnsNames).toEqual([]);
+  });
+});
