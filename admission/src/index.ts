@@ -1,1 +1,15 @@
-export {};
+export * from './admission-review.js';
+export * from './app.js';
+export * from './cached-lookup.js';
+export * from './caches.js';
+export * from './config.js';
+export * from './memoize-lookup.js';
+export * from './metrics.js';
+export * from './patch-check.js';
+export * from './request-body.js';
+export * from './server.js';
+export * from './service.js';
+export * from './tls/certificate.js';
+export * from './tls/file-certificate-source.js';
+export * from './webhook.js';
+export * from './webhooks/index.js';

@@ -1,0 +1,164 @@
+/**
+ * The HTTP edge: Express routes for the webhooks, health, readiness and metrics. Everything about a
+ * review's content is decided by runWebhook; this file only enforces HTTP hygiene (DESIGN §4), logs one
+ * line per review and counts it. Bad input always gets an answer, never an exception.
+ */
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { errorMessage, type Logger } from '@kd-connections/shared';
+import { parseAdmissionReview } from './admission-review.js';
+import type { AdmissionMetrics, RequestResult } from './metrics.js';
+import { MAX_BODY_BYTES, parseJson, precheck, readBody } from './request-body.js';
+import { runWebhook, type Webhook, type WebhookDeps } from './webhook.js';
+
+export interface Readiness {
+  ready: boolean;
+  /** Why not, for the /readyz body. */
+  reasons: string[];
+}
+
+export interface AppOptions {
+  webhooks: readonly Webhook[];
+  deps: WebhookDeps;
+  metrics: AdmissionMetrics;
+  log: Logger;
+  readiness: () => Readiness;
+  /** True once shutdown began: every answer then carries `Connection: close`. */
+  draining?: () => boolean;
+  maxBodyBytes?: number;
+}
+
+export function createApp(opts: AppOptions): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  const draining = opts.draining ?? (() => false);
+  const limit = opts.maxBodyBytes ?? MAX_BODY_BYTES;
+
+  // During shutdown the API server must stop reusing our connections (kubernetes/kubernetes#127335).
+  app.use((_req, res, next) => {
+    if (draining()) res.setHeader('Connection', 'close');
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    text(res, 200, 'ok');
+  });
+  app.get('/readyz', (_req, res) => {
+    const r = opts.readiness();
+    if (r.ready) text(res, 200, 'ok');
+    else text(res, 503, `not ready: ${r.reasons.join('; ')}`);
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.setHeader('Content-Type', opts.metrics.registry.contentType);
+    res.end(await opts.metrics.registry.metrics());
+  });
+
+  for (const webhook of opts.webhooks) {
+    app.post(webhook.path, (req, res) => serveReview(webhook, req, res, opts, limit, draining));
+    app.all(webhook.path, (req, res) => {
+      res.setHeader('Allow', 'POST');
+      text(res, 405, `method ${req.method} not allowed; POST an AdmissionReview`);
+    });
+  }
+
+  app.use((req, res) => text(res, 404, `no webhook at ${req.path}`));
+  // Express 5 forwards rejected promises here; answer rather than drop the connection.
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    opts.log.error('unhandled error in a request', { error: errorMessage(err) });
+    if (!res.headersSent) text(res, 500, 'internal error');
+    else res.end();
+  });
+  return app;
+}
+
+function text(res: Response, status: number, body: string): void {
+  res
+    .status(status)
+    .type('text/plain; charset=utf-8')
+    .send(body + '\n');
+}
+
+async function serveReview(
+  webhook: Webhook,
+  req: Request,
+  res: Response,
+  opts: AppOptions,
+  limit: number,
+  draining: () => boolean,
+): Promise<void> {
+  const started = process.hrtime.bigint();
+  const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+  const refuse = (status: number, message: string, reason: string) => {
+    const result: RequestResult = status >= 500 ? 'error' : 'rejected';
+    opts.metrics.observe(webhook.name, 'unknown', result, seconds());
+    // The reason code, never the message: a JSON parser message quotes the body.
+    opts.log.warn('review refused', { webhook: webhook.name, status, reason });
+    // An unread or half-read body cannot be skipped on a kept-alive connection; close it after answering.
+    if (!req.complete) res.setHeader('Connection', 'close');
+    text(res, status, message);
+  };
+
+  const early = precheck(req, limit);
+  if (early && !early.ok) return refuse(early.status, early.message, early.reason);
+  const body = await readBody(req, limit);
+  if (!body.ok) return refuse(body.status, body.message, body.reason);
+  const json = parseJson(body.body);
+  if (!json.ok) return refuse(400, json.message, json.reason);
+  const parsed = parseAdmissionReview(json.value);
+  if (!parsed.ok) return refuse(400, parsed.message, 'invalid-review');
+
+  const request = parsed.review.request;
+  // A metric label must come from a closed set, whatever a client sends.
+  const operation = OPERATIONS.has(request.operation as string) ? (request.operation as string) : 'other';
+  const ident = {
+    webhook: webhook.name,
+    uid: clip(request.uid),
+    kind: clip(request.kind?.kind),
+    namespace: clip(request.namespace),
+    name: clip(request.name || objectName(request.object)),
+    operation,
+    dryRun: request.dryRun === true,
+  };
+  let outcome;
+  try {
+    outcome = await runWebhook(webhook, parsed.review, opts.deps);
+  } catch (e) {
+    // Answer 500 so the configuration's failurePolicy decides (Fail for validation, Ignore for pods).
+    opts.metrics.observe(webhook.name, operation, 'error', seconds());
+    opts.log.error('review failed', { ...ident, error: errorMessage(e), latencyMs: ms(seconds()) });
+    return text(res, 500, `internal error: ${errorMessage(e)}`);
+  }
+  const d = outcome.decision;
+  const patchOps = d.patch?.length ?? 0;
+  const result: RequestResult = !d.allowed ? 'denied' : patchOps > 0 ? 'patched' : 'allowed';
+  const latency = seconds();
+  opts.metrics.observe(webhook.name, operation, result, latency);
+  opts.log.info('review', {
+    ...ident,
+    decision: result,
+    code: d.allowed ? undefined : (d.code ?? 403),
+    note: clip(d.note),
+    fields: d.fields,
+    patchOps,
+    warnings: d.warnings?.length ?? 0,
+    latencyMs: ms(latency),
+  });
+  if (draining()) res.setHeader('Connection', 'close');
+  res.status(200).json(outcome.review);
+}
+
+const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
+
+/** Request fields go to logs as given; keep a hostile 7 MiB "uid" out of them. */
+function clip(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  return v.length > 256 ? v.slice(0, 256) + '…' : v;
+}
+
+function objectName(o: unknown): string | undefined {
+  const m = (o as { metadata?: { name?: unknown; generateName?: unknown } } | null)?.metadata;
+  const n = m?.name ?? m?.generateName;
+  return typeof n === 'string' ? n : undefined;
+}
+
+const ms = (s: number) => Math.round(s * 1e6) / 1e3;

@@ -1,0 +1,61 @@
+/**
+ * Entry point: `node admission/dist/main.js [flags]` (see --help). Logs JSON lines to stdout; the
+ * "listening" line carries the bound port (useful with --port 0). SIGTERM/SIGINT drain and exit 0.
+ */
+import { delimiter } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { createLogger, errorMessage } from '@kd-connections/shared';
+import { ConfigError, parseConfig, usage, type AdmissionConfig } from './config.js';
+import { AdmissionService } from './service.js';
+
+function loadKubeConfig(config: AdmissionConfig): KubeConfig {
+  const kc = new KubeConfig();
+  if (config.kubeconfig && !config.kubeconfig.includes(delimiter)) kc.loadFromFile(config.kubeconfig);
+  else if (config.kubeconfig)
+    kc.loadFromDefault(); // a $KUBECONFIG list
+  else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+async function main(): Promise<void> {
+  let config: AdmissionConfig | 'help';
+  try {
+    config = parseConfig(process.argv.slice(2), process.env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`${e.message}\n\n${usage()}\n`);
+    process.exit(2);
+  }
+  if (config === 'help') {
+    process.stdout.write(usage() + '\n');
+    return;
+  }
+  const log = createLogger({ component: 'admission', level: config.logLevel });
+  const service = new AdmissionService({ config, kubeConfig: loadKubeConfig(config), log });
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('signal received', { signal });
+    service.stop().then(
+      () => process.exit(0),
+      (e) => {
+        log.error('shutdown failed', { error: errorMessage(e) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  // A bug in one review must not take the service down for everyone; log it and keep serving.
+  process.on('unhandledRejection', (e) => log.error('unhandled rejection', { error: errorMessage(e) }));
+
+  await service.start();
+}
+
+main().catch((e) => {
+  process.stderr.write(`admission: ${errorMessage(e)}\n`);
+  process.exit(1);
+});

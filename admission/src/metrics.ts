@@ -1,0 +1,93 @@
+/**
+ * Prometheus metrics of the admission service, on a registry of its own (so several instances can
+ * live in one test process). Labels are bounded: webhook names, operations and a handful of results.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** allowed | patched | denied: a decision; rejected: a 4xx before a decision; error: a 5xx. */
+export type RequestResult = 'allowed' | 'patched' | 'denied' | 'rejected' | 'error';
+
+export class AdmissionMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<'webhook' | 'operation' | 'result'>;
+  readonly duration: Histogram<'webhook'>;
+  readonly lookups: Counter<'kind' | 'source'>;
+  readonly tlsReloads: Counter<'result'>;
+  readonly tlsNotAfter: Gauge;
+  readonly informerRestarts: Counter<'informer' | 'reason'>;
+  private readonly cacheObjects: Gauge<'cache'>;
+  private readonly ready: Gauge;
+
+  constructor(
+    opts: {
+      defaultMetrics?: boolean;
+      cacheSizes?: () => Record<string, number>;
+      ready?: () => boolean;
+    } = {},
+  ) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'kd_admission_requests_total',
+      help: 'Admission requests by webhook, operation and result (allowed, patched, denied, rejected, error)',
+      labelNames: ['webhook', 'operation', 'result'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'kd_admission_request_duration_seconds',
+      help: 'Time from the first byte of a review to its answer',
+      labelNames: ['webhook'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.lookups = new Counter({
+      name: 'kd_admission_lookups_total',
+      help: 'Object lookups by kind and source (cache, live, live_not_found)',
+      labelNames: ['kind', 'source'],
+      registers,
+    });
+    this.tlsReloads = new Counter({
+      name: 'kd_admission_tls_reloads_total',
+      help: 'Serving certificate loads by result (loaded, rejected)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.tlsNotAfter = new Gauge({
+      name: 'kd_admission_tls_certificate_not_after_seconds',
+      help: 'Expiry of the serving certificate in use (Unix time)',
+      registers,
+    });
+    this.informerRestarts = new Counter({
+      name: 'kd_admission_informer_restarts_total',
+      help: 'Watch restarts other than normal timeouts, by informer and reason',
+      labelNames: ['informer', 'reason'],
+      registers,
+    });
+    const sizes = opts.cacheSizes;
+    this.cacheObjects = new Gauge({
+      name: 'kd_admission_cache_objects',
+      help: 'Objects held by each cache',
+      labelNames: ['cache'],
+      registers,
+      collect() {
+        if (!sizes) return;
+        this.reset();
+        for (const [cache, n] of Object.entries(sizes())) this.set({ cache }, n);
+      },
+    });
+    const ready = opts.ready;
+    this.ready = new Gauge({
+      name: 'kd_admission_ready',
+      help: '1 when caches are synced, TLS is loaded and the service is not shutting down',
+      registers,
+      collect() {
+        if (ready) this.set(ready() ? 1 : 0);
+      },
+    });
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'kd_admission_' });
+  }
+
+  observe(webhook: string, operation: string, result: RequestResult, seconds: number): void {
+    this.requests.inc({ webhook, operation, result });
+    this.duration.observe({ webhook }, seconds);
+  }
+}

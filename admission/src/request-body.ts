@@ -1,0 +1,106 @@
+/**
+ * Reading an AdmissionReview body the way controller-runtime does: the content type is checked before
+ * a byte is read (415), a declared Content-Length over the limit is refused at once, and the limit is
+ * also counted while streaming (a chunked body carries no length), so an oversized body is refused
+ * (413) without buffering it: reading stops at the first byte past the limit.
+ */
+import type { IncomingMessage } from 'node:http';
+
+/** controller-runtime's limit; an UPDATE review carries object and oldObject. */
+export const MAX_BODY_BYTES = 7 * 1024 * 1024;
+
+export type BodyResult =
+  { ok: true; body: Buffer } | { ok: false; status: 400 | 413 | 415; message: string; reason: string };
+
+const mib = (n: number) => `${+(n / (1024 * 1024)).toFixed(2)} MiB`;
+
+/** The check made before reading: content type, encoding and declared length. */
+export function precheck(req: IncomingMessage, limit = MAX_BODY_BYTES): BodyResult | undefined {
+  const type = req.headers['content-type'];
+  const media = (type ?? '').split(';')[0]!.trim().toLowerCase();
+  if (media !== 'application/json') {
+    return {
+      ok: false,
+      status: 415,
+      reason: 'content-type',
+      message: `Content-Type must be application/json, got ${type === undefined ? 'none' : JSON.stringify(type)}`,
+    };
+  }
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    return {
+      ok: false,
+      status: 415,
+      reason: 'content-encoding',
+      message: `Content-Encoding ${JSON.stringify(encoding)} is not supported; send the AdmissionReview uncompressed`,
+    };
+  }
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) {
+    return {
+      ok: false,
+      status: 413,
+      reason: 'too-large',
+      message: `request body of ${declared} bytes exceeds the limit of ${limit} bytes (${mib(limit)})`,
+    };
+  }
+  return undefined;
+}
+
+/** Reads the body, stopping (and pausing the socket) as soon as it passes `limit`. */
+export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<BodyResult> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (r: BodyResult) => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      resolve(r);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        // Stop reading: what was read is dropped, the rest stays in the socket, which closes after the answer.
+        req.pause();
+        chunks.length = 0;
+        settle({
+          ok: false,
+          status: 413,
+          reason: 'too-large',
+          message: `request body exceeds the limit of ${limit} bytes (${mib(limit)})`,
+        });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => settle({ ok: true, body: Buffer.concat(chunks, size) });
+    const onError = () =>
+      settle({ ok: false, status: 400, reason: 'aborted', message: 'request body could not be read' });
+    const onClose = () => {
+      if (!req.complete)
+        settle({ ok: false, status: 400, reason: 'aborted', message: 'request aborted before the body was complete' });
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+export type JsonResult = { ok: true; value: unknown } | { ok: false; message: string; reason: string };
+
+export function parseJson(body: Buffer): JsonResult {
+  if (body.length === 0) {
+    return { ok: false, reason: 'empty', message: 'request body is empty; expected an AdmissionReview' };
+  }
+  try {
+    return { ok: true, value: JSON.parse(body.toString('utf8')) };
+  } catch (e) {
+    return { ok: false, reason: 'invalid-json', message: `request body is not valid JSON: ${(e as Error).message}` };
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The admission service assembled: caches → lookup → webhooks → Express app → HTTPS server, with a
+ * certificate source feeding the server. `main.ts` adds the process around it (flags, signals).
+ * A certificate bootstrapper plugs in as another CertificateSource, or calls `setCertificate` itself.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { errorMessage, KubeClient, type Logger } from '@kd-connections/shared';
+import { createApp, type Readiness } from './app.js';
+import { AdmissionCaches } from './caches.js';
+import { CachedLookup, liveGet } from './cached-lookup.js';
+import type { AdmissionConfig } from './config.js';
+import { AdmissionMetrics } from './metrics.js';
+import { AdmissionServer } from './server.js';
+import type { CertificateSink, CertificateSource } from './tls/certificate.js';
+import { FileCertificateSource } from './tls/file-certificate-source.js';
+import { WEBHOOKS } from './webhooks/index.js';
+
+export interface ServiceOptions {
+  config: AdmissionConfig;
+  kubeConfig: KubeConfig;
+  log: Logger;
+  /** Default: the files named by the configuration. */
+  certificateSource?: CertificateSource;
+}
+
+export class AdmissionService implements CertificateSink {
+  readonly metrics: AdmissionMetrics;
+  readonly caches: AdmissionCaches;
+  readonly server: AdmissionServer;
+  private readonly client: KubeClient;
+  private readonly source: CertificateSource;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: ServiceOptions) {
+    const { config, log } = opts;
+    this.log = log;
+    this.client = new KubeClient(opts.kubeConfig, 'kd-connections-admission');
+    this.caches = new AdmissionCaches({
+      client: this.client,
+      secretConnections: config.secretConnections,
+      log,
+      onRestart: (informer, reason) => this.metrics.informerRestarts.inc({ informer, reason }),
+    });
+    this.metrics = new AdmissionMetrics({
+      defaultMetrics: true,
+      cacheSizes: () => this.caches.sizes(),
+      ready: () => this.readiness().ready,
+    });
+    const lookup = new CachedLookup(this.caches.stores, liveGet(this.client), (kind, source) =>
+      this.metrics.lookups.inc({ kind, source }),
+    );
+    const app = createApp({
+      webhooks: WEBHOOKS,
+      deps: {
+        lookup,
+        rules: { systemNamespace: config.systemNamespace, secretConnections: config.secretConnections },
+      },
+      metrics: this.metrics,
+      log,
+      readiness: () => this.readiness(),
+      draining: () => this.server.draining,
+    });
+    this.server = new AdmissionServer({
+      app,
+      host: config.bindAddress,
+      port: config.port,
+      log,
+      metrics: this.metrics,
+    });
+    this.source =
+      opts.certificateSource ??
+      new FileCertificateSource({
+        certFile: config.tlsCertFile,
+        keyFile: config.tlsKeyFile,
+        pollIntervalMs: config.tlsPollIntervalMs,
+        log,
+      });
+  }
+
+  readiness(): Readiness {
+    const reasons: string[] = [];
+    if (this.server.draining) reasons.push('shutting down');
+    if (!this.server.tlsLoaded) reasons.push('no serving certificate loaded');
+    reasons.push(...this.caches.unsynced().map((c) => `${c} not synced`));
+    return { ready: reasons.length === 0, reasons };
+  }
+
+  /** The hook a certificate bootstrapper calls with a new pair. */
+  setCertificate(certPem: string, keyPem: string): void {
+    this.server.setCertificate(certPem, keyPem);
+  }
+
+  /** Starts the caches and the certificate source, then listens (once a certificate is loaded). */
+  async start(): Promise<number> {
+    this.caches.start();
+    await this.source.start(this.server);
+    const port = await this.server.listen();
+    this.log.info('listening', {
+      address: this.opts.config.bindAddress,
+      port,
+      systemNamespace: this.opts.config.systemNamespace,
+      secretConnections: this.opts.config.secretConnections,
+    });
+    return port;
+  }
+
+  /** SIGTERM: not ready at once, optionally keep serving for a while, then drain and stop. */
+  async stop(): Promise<void> {
+    const { shutdownDelayMs, shutdownTimeoutMs } = this.opts.config;
+    this.server.beginDrain();
+    this.log.info('shutting down', { delayMs: shutdownDelayMs, timeoutMs: shutdownTimeoutMs });
+    if (shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, shutdownDelayMs));
+    const { forced } = await this.server.shutdown(shutdownTimeoutMs);
+    this.source.stop();
+    await this.caches.stop().catch((e) => this.log.warn('stopping caches failed', { error: errorMessage(e) }));
+    this.client.close();
+    this.log.info('stopped', { forced });
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * Where the serving certificate comes from is kept behind two small interfaces: a source delivers
+ * PEM pairs to a sink whenever it has a new one. The file loader is one source; a bootstrapper that
+ * reads or creates a Secret is another, calling the same `setCertificate`.
+ */
+import { X509Certificate, createHash } from 'node:crypto';
+import tls from 'node:tls';
+
+export interface CertificateSink {
+  /** Installs a certificate and key (PEM). Throws, keeping the current pair, when they are unusable. */
+  setCertificate(certPem: string, keyPem: string): void;
+}
+
+export interface CertificateSource {
+  /** Begins delivering certificates to `sink`; resolves after the first attempt (not necessarily a success). */
+  start(sink: CertificateSink): Promise<void>;
+  stop(): void;
+}
+
+/** TLS 1.2 or newer, AEAD suites only (GCM, ChaCha20-Poly1305), forward secrecy. */
+export const MIN_TLS_VERSION = 'TLSv1.2';
+export const AEAD_CIPHERS = [
+  // TLS 1.3 (all of them are AEAD)
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  // TLS 1.2
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+export function tlsOptions(certPem: string, keyPem: string): tls.SecureContextOptions {
+  return {
+    cert: certPem,
+    key: keyPem,
+    minVersion: MIN_TLS_VERSION,
+    ciphers: AEAD_CIPHERS,
+    honorCipherOrder: true,
+  };
+}
+
+export interface CertificateInfo {
+  subject: string;
+  notAfter: Date;
+  /** sha256 of the certificate, for logs. */
+  fingerprint: string;
+}
+
+/**
+ * Checks that a pair is usable (the certificate parses and the key matches it) and describes the
+ * certificate. Throws with a readable message otherwise.
+ */
+export function checkPair(certPem: string, keyPem: string): CertificateInfo {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(certPem);
+  } catch (e) {
+    throw new Error(`certificate does not parse: ${(e as Error).message}`);
+  }
+  try {
+    tls.createSecureContext(tlsOptions(certPem, keyPem));
+  } catch (e) {
+    throw new Error(`certificate and key are not a usable pair: ${(e as Error).message}`);
+  }
+  return {
+    subject: cert.subject.replace(/\n/g, ', '),
+    notAfter: new Date(cert.validTo),
+    fingerprint: createHash('sha256').update(cert.raw).digest('hex').slice(0, 16),
+  };
+}

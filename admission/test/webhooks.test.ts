@@ -1,0 +1,302 @@
+import { describe, expect, it } from '@jest/globals';
+import jsonpatch, { type Operation } from 'fast-json-patch';
+import type { AdmissionReview } from '../src/admission-review.js';
+import { runWebhook, type Webhook } from '../src/webhook.js';
+import { mutateKdCluster, mutatePod, validateKdApp, validateKdCluster } from '../src/webhooks/index.js';
+import { decodePatch, exampleWorld, fixture, NS } from './support.js';
+
+const NOTEBOOK_ALLOWED = '{category: "training"}, {category: "streaming", version: ">=2.4 <3"}';
+const PG_NOT_ALLOWED = `cluster "pg-main" uses app "postgres" (category "database", distroID "bitnami/postgresql", version "12.4.0"): connectable_to of app "jupyter-notebook" does not allow it; allowed: ${NOTEBOOK_ALLOWED}`;
+
+async function run(webhook: Webhook, review: AdmissionReview, world = exampleWorld(), rules = {}) {
+  const out = await runWebhook(webhook, review, world.deps(rules));
+  return { ...out, world, response: out.review.response };
+}
+
+function applyPatch(doc: unknown, patch: string | undefined): unknown {
+  return jsonpatch.applyPatch(structuredClone(doc), decodePatch(patch) as Operation[]).newDocument;
+}
+
+describe('validate-kdcluster', () => {
+  it('denies a connection connectable_to forbids, naming the cluster, its app, category and the allowed entries', async () => {
+    const review = fixture('validate-kdcluster-create-denied');
+    const { review: out, response } = await run(validateKdCluster, review);
+    expect(out.apiVersion).toBe('admission.k8s.io/v1');
+    expect(out.kind).toBe('AdmissionReview');
+    expect(response).toEqual({
+      uid: review.request.uid,
+      allowed: false,
+      status: {
+        code: 403,
+        reason: 'Forbidden',
+        message: `KubeDirectorCluster ${NS}/notebook-sql is not valid (1 problem):\n- spec.connections.clusters[0]: ${PG_NOT_ALLOWED}`,
+      },
+    });
+  });
+
+  it('names every violation at once, one line each with its field path', async () => {
+    const { response, world, decision } = await run(
+      validateKdCluster,
+      fixture('validate-kdcluster-create-many-problems'),
+    );
+    expect(response.allowed).toBe(false);
+    expect(response.status?.message.split('\n')).toEqual([
+      `KubeDirectorCluster ${NS}/multi is not valid (8 problems):`,
+      `- spec.connections.clusters[0]: cluster "ghost" not found in namespace "${NS}"`,
+      `- spec.connections.clusters[1]: ${PG_NOT_ALLOWED}`,
+      '- spec.connections.clusters[2]: a cluster cannot connect to itself ("multi")',
+      '- spec.connections.clusters[3]: duplicate entry "ghost" (also at index 0)',
+      `- spec.connections.configmaps[0]: configmap "no-such-cm" not found in namespace "${NS}"`,
+      '- spec.connections.configmaps[1]: configmap "plain-cm" lacks label kubedirector.hpe.com/cmType; add it (its value groups the ConfigMap in configmeta) to make it connectable',
+      `- spec.connections.secrets[0]: secret "no-such-secret" not found in namespace "${NS}"`,
+      '- spec.connections.secrets[1]: secret "plain-secret" lacks label kubedirector.hpe.com/secretType; add it (its value groups the Secret in configmeta) to make it connectable',
+    ]);
+    expect(decision.fields).toHaveLength(8);
+    // Cache misses were read live, ConfigMaps and Secrets as metadata only; each object once per review.
+    expect(world.liveCalls).toEqual([
+      {
+        path: `/apis/kubedirector.hpe.com/v1beta1/namespaces/${NS}/kubedirectorclusters/ghost`,
+        accept: 'application/json',
+      },
+      {
+        path: `/api/v1/namespaces/${NS}/configmaps/no-such-cm`,
+        accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+      },
+      {
+        path: `/api/v1/namespaces/${NS}/configmaps/plain-cm`,
+        accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+      },
+      {
+        path: `/api/v1/namespaces/${NS}/secrets/no-such-secret`,
+        accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+      },
+      {
+        path: `/api/v1/namespaces/${NS}/secrets/plain-secret`,
+        accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+      },
+    ]);
+  });
+
+  it('admits allowed connections from the caches alone, and a dry run gets exactly the same answer', async () => {
+    const dry = fixture('validate-kdcluster-create-allowed');
+    expect(dry.request.dryRun).toBe(true);
+    const real = structuredClone(dry);
+    real.request.dryRun = false;
+    const a = await run(validateKdCluster, dry);
+    const b = await run(validateKdCluster, real);
+    expect(a.response).toEqual({ uid: dry.request.uid, allowed: true });
+    expect(b.review).toEqual(a.review);
+    expect(a.world.liveCalls).toEqual([]);
+    expect(a.world.lookups.every((l) => l.endsWith(':cache'))).toBe(true);
+  });
+
+  it('finds an object created a moment ago (not yet in the cache) with a live read', async () => {
+    const world = exampleWorld();
+    world.configmaps.items.delete(`${NS}/model-prediction`);
+    world.server.set(`/api/v1/namespaces/${NS}/configmaps/model-prediction`, {
+      kind: 'PartialObjectMetadata',
+      metadata: { name: 'model-prediction', namespace: NS, labels: { 'kubedirector.hpe.com/cmType': 'model' } },
+    });
+    const { response } = await run(validateKdCluster, fixture('validate-kdcluster-create-allowed'), world);
+    expect(response.allowed).toBe(true);
+    expect(world.lookups).toContain('configmap:live');
+  });
+
+  it('lets an unrelated update through when an existing connection dangles, with a warning', async () => {
+    const review = fixture('validate-kdcluster-update-dangling');
+    const { response } = await run(validateKdCluster, review);
+    expect(response).toEqual({
+      uid: review.request.uid,
+      allowed: true,
+      warnings: [
+        `spec.connections.clusters[0]: cluster "retired" not found in namespace "${NS}"; kept because it was connected before this change`,
+      ],
+    });
+  });
+
+  it('denies lowering spec.configMetaGenerator', async () => {
+    const { response } = await run(validateKdCluster, fixture('validate-kdcluster-update-lowered'));
+    expect(response.allowed).toBe(false);
+    expect(response.status?.message).toBe(
+      `KubeDirectorCluster ${NS}/analyst is not valid (1 problem):\n- spec.configMetaGenerator: may not be lowered (from 5 to 2); it counts configmeta regenerations and only goes up`,
+    );
+  });
+
+  it('refuses Secret connections without reading Secrets when they are disabled', async () => {
+    const { response, world } = await run(
+      validateKdCluster,
+      fixture('validate-kdcluster-create-allowed'),
+      exampleWorld(),
+      { secretConnections: false },
+    );
+    expect(response.status?.message).toBe(
+      `KubeDirectorCluster ${NS}/notebook is not valid (1 problem):\n- spec.connections.secrets[0]: secret connections are disabled in this installation (chart value secretConnections.enabled)`,
+    );
+    expect(world.lookups.filter((l) => l.startsWith('secret'))).toEqual([]);
+  });
+
+  it('warns (allowed) when a newly connected cluster has no ready members', async () => {
+    const review = fixture('validate-kdcluster-create-allowed');
+    const world = exampleWorld();
+    const training = world.clusters.get(NS, 'training-cluster')!;
+    world.clusters.put({ ...training, status: {} });
+    const { response } = await run(validateKdCluster, review, world);
+    expect(response.allowed).toBe(true);
+    expect(response.warnings).toEqual([
+      'spec.connections.clusters[0]: cluster "training-cluster" has no ready members yet; its section of configmeta fills in as they come up',
+    ]);
+  });
+});
+
+describe('mutate-kdcluster', () => {
+  it('sets the generator to 1 when a cluster is created with connections', async () => {
+    const review = fixture('mutate-kdcluster-create-with-connections');
+    const { response } = await run(mutateKdCluster, review);
+    expect(response.uid).toBe(review.request.uid);
+    expect(response.allowed).toBe(true);
+    expect(response.patchType).toBe('JSONPatch');
+    expect(decodePatch(response.patch)).toEqual([{ op: 'add', path: '/spec/configMetaGenerator', value: 1 }]);
+    const patched = applyPatch(review.request.object, response.patch) as { spec: { configMetaGenerator: number } };
+    expect(patched.spec.configMetaGenerator).toBe(1);
+  });
+
+  it('sends no patch and no patchType when nothing changes', async () => {
+    for (const name of ['mutate-kdcluster-create-without-connections', 'mutate-kdcluster-update-reordered']) {
+      const review = fixture(name);
+      const { response } = await run(mutateKdCluster, review);
+      expect(response).toEqual({ uid: review.request.uid, allowed: true });
+    }
+  });
+
+  it('restores the stored generator when the request leaves it out', async () => {
+    const { response } = await run(mutateKdCluster, fixture('mutate-kdcluster-update-generator-absent'));
+    expect(decodePatch(response.patch)).toEqual([{ op: 'add', path: '/spec/configMetaGenerator', value: 4 }]);
+  });
+
+  it('raises the stored generator by exactly one when a connection is added (also on a dry run)', async () => {
+    const review = fixture('mutate-kdcluster-update-connection-added');
+    expect(review.request.dryRun).toBe(true);
+    const { response } = await run(mutateKdCluster, review);
+    expect(decodePatch(response.patch)).toEqual([{ op: 'add', path: '/spec/configMetaGenerator', value: 5 }]);
+  });
+
+  it('makes no lookups (deterministic from the request alone)', async () => {
+    const { world } = await run(mutateKdCluster, fixture('mutate-kdcluster-update-connection-added'));
+    expect(world.lookups).toEqual([]);
+  });
+});
+
+describe('validate-kdapp', () => {
+  it('denies a malformed connectable_to with every field path', async () => {
+    const review = fixture('validate-kdapp-create-invalid');
+    const { response } = await run(validateKdApp, review);
+    expect(response.allowed).toBe(false);
+    expect(response.status?.code).toBe(403);
+    expect(response.status?.message.split('\n')).toEqual([
+      `KubeDirectorApp ${NS}/broken-app is not valid (2 problems):`,
+      '- spec.connectable_to[0]: empty entry matches no cluster; give at least one of category, distroID, version',
+      '- spec.connectable_to[1].version: ">>=2 <" is neither a version (e.g. "2.4.5") nor a valid semver range (e.g. ">=2.4 <3")',
+    ]);
+  });
+
+  it('warns, naming the clusters, when an update tightens connectable_to', async () => {
+    const { response } = await run(validateKdApp, fixture('validate-kdapp-update-tightened'));
+    expect(response.allowed).toBe(true);
+    expect(response.warnings).toEqual([
+      `connectable_to of app "jupyter-notebook" now forbids 1 existing connection(s): ${NS}/notebook → cluster "spark-logs-nightly" (app "spark-streaming" (category "streaming", distroID "bluedata/spark", version "2.4.7")). They stay in the clusters' specs but are left out of configmeta (status NotConnectable) until allowed again`,
+    ]);
+  });
+});
+
+describe('mutate-pod', () => {
+  it('adds the read-only configmeta volume and mounts it in every container of a member pod', async () => {
+    const review = fixture('mutate-pod-member');
+    const { response } = await run(mutatePod, review);
+    expect(response.patchType).toBe('JSONPatch');
+    const pod = applyPatch(review.request.object, response.patch) as {
+      spec: { volumes: { name: string }[]; containers: { volumeMounts: unknown[] }[] };
+    };
+    expect(pod.spec.volumes).toContainEqual({
+      name: 'kd-configmeta',
+      downwardAPI: {
+        defaultMode: 0o444,
+        items: [
+          {
+            path: 'configmeta.json',
+            fieldRef: { fieldPath: "metadata.annotations['kubedirector.hpe.com/configmeta']" },
+          },
+        ],
+      },
+    });
+    const mount = { name: 'kd-configmeta', mountPath: '/etc/guestconfig', readOnly: true };
+    expect(pod.spec.containers[0]!.volumeMounts).toEqual([mount]);
+    expect(pod.spec.containers[1]!.volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }, mount]);
+  });
+
+  it('leaves an opted-out pod and a pod without the kdcluster label alone', async () => {
+    const optedOut = fixture('mutate-pod-opted-out');
+    expect((await run(mutatePod, optedOut)).response).toEqual({ uid: optedOut.request.uid, allowed: true });
+    const plain = fixture('mutate-pod-member');
+    (plain.request.object as { metadata: { labels: object } }).metadata.labels = { app: 'web' };
+    const { response, decision } = await run(mutatePod, plain);
+    expect(response).toEqual({ uid: plain.request.uid, allowed: true });
+    expect(decision.note).toBe('not a member pod (no kubedirector.hpe.com/kdcluster label)');
+  });
+});
+
+describe('the envelope', () => {
+  it('answers a v1beta1 review in v1beta1, echoing the uid', async () => {
+    const review = fixture('review-v1beta1');
+    const { review: out } = await run(validateKdCluster, review);
+    expect(out.apiVersion).toBe('admission.k8s.io/v1beta1');
+    expect(out.response.uid).toBe('4d5e6f70-0000-4000-8000-00000000d001');
+    expect(out.response.allowed).toBe(true);
+  });
+
+  it('does not judge other operations, subresources or kinds, and makes no lookups for them', async () => {
+    const del = fixture('validate-kdcluster-create-denied');
+    del.request.operation = 'DELETE';
+    const status = fixture('validate-kdcluster-create-denied');
+    status.request.subResource = 'status';
+    const pod = fixture('mutate-pod-member');
+    for (const review of [del, status, pod]) {
+      const { response, world } = await run(validateKdCluster, review);
+      expect(response).toEqual({ uid: review.request.uid, allowed: true });
+      expect(world.lookups).toEqual([]);
+    }
+  });
+
+  it('answers 400 inside the review when the object or an UPDATE oldObject is missing', async () => {
+    const noObject = fixture('validate-kdcluster-create-denied');
+    delete noObject.request.object;
+    expect((await run(validateKdCluster, noObject)).response.status).toEqual({
+      code: 400,
+      reason: 'BadRequest',
+      message: 'request.object is missing or not an object',
+    });
+    const noOld = fixture('mutate-kdcluster-update-reordered');
+    noOld.request.oldObject = null;
+    expect((await run(mutateKdCluster, noOld)).response.status?.message).toBe(
+      'request.oldObject is missing or not an object on an UPDATE',
+    );
+  });
+
+  it('fills namespace and name from the request when the object lacks them', async () => {
+    const review = fixture('validate-kdcluster-create-denied');
+    const obj = review.request.object as { metadata: Record<string, unknown> };
+    obj.metadata = {};
+    const { response } = await run(validateKdCluster, review);
+    expect(response.status?.message).toMatch(new RegExp(`^KubeDirectorCluster ${NS}/notebook-sql is not valid`));
+  });
+
+  it('propagates a lookup failure (the HTTP layer turns it into a 500)', async () => {
+    const world = exampleWorld();
+    const deps = world.deps();
+    deps.lookup.getCluster = async () => {
+      throw new Error('GET …/kubedirectorclusters/pg-main: timed out after 3000 ms');
+    };
+    await expect(runWebhook(validateKdCluster, fixture('validate-kdcluster-create-denied'), deps)).rejects.toThrow(
+      'timed out',
+    );
+  });
+});
