@@ -258,6 +258,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     const base = this.opts.watchTimeoutSeconds ?? 300;
     const timeoutSeconds = Math.max(1, Math.round(base * (0.8 + 0.4 * this.random())));
     let events = 0;
+    this.log.debug('watch', { resourceVersion: this.resourceVersion, timeoutSeconds });
     await this.opts.client.watch(
       this.opts.path,
       {

@@ -106,7 +106,7 @@ export class KubeClient {
     const what = `${method} ${path}`;
     const mod = url.protocol === 'https:' ? https : http;
     return new Promise<T>((ok, fail) => {
-      const r = mod.request(url, { ...req, signal: opts.signal }, (res) => {
+      const r = mod.request(url, req, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -126,6 +126,7 @@ export class KubeClient {
         r.destroy(new Error(`${what}: timed out after ${opts.timeoutMs ?? 30_000} ms`)),
       );
       r.on('error', fail);
+      onAbort(opts.signal, r, what);
       r.end(payload);
     });
   }
@@ -147,8 +148,13 @@ export class KubeClient {
   ): Promise<void> {
     const { url, req } = await this.options(path, { ...opts, query: { ...opts.query, watch: 1 } });
     const mod = url.protocol === 'https:' ? https : http;
-    return new Promise<void>((ok, fail) => {
-      const r = mod.request(url, { ...req, signal: opts.signal }, (res) => {
+    return new Promise<void>((resolve, reject) => {
+      // The first outcome wins; an error raised by onEvent (e.g. 410 Gone) beats the abort it causes.
+      let settled = false;
+      let raised: Error | undefined;
+      const ok = () => (settled ? undefined : ((settled = true), raised ? reject(raised) : resolve()));
+      const fail = (e: Error) => (settled ? undefined : ((settled = true), reject(raised ?? e)));
+      const r = mod.request(url, req, (res) => {
         const status = res.statusCode ?? 0;
         if (status < 200 || status >= 300) {
           const chunks: Buffer[] = [];
@@ -165,17 +171,12 @@ export class KubeClient {
             const line = buf.slice(0, nl).trim();
             buf = buf.slice(nl + 1);
             if (!line) continue;
-            let ev: { type: string; object: Record<string, unknown> };
             try {
-              ev = JSON.parse(line);
-            } catch {
-              r.destroy(new Error(`WATCH ${path}: undecodable event`));
-              return;
-            }
-            try {
-              onEvent(ev);
+              onEvent(JSON.parse(line) as { type: string; object: Record<string, unknown> });
             } catch (e) {
-              r.destroy(e as Error);
+              raised = e instanceof SyntaxError ? new Error(`WATCH ${path}: undecodable event`) : (e as Error);
+              fail(raised);
+              r.destroy();
               return;
             }
           }
@@ -186,6 +187,7 @@ export class KubeClient {
       });
       r.setTimeout(opts.idleMs, () => r.destroy(new Error(`WATCH ${path}: no data for ${opts.idleMs} ms`)));
       r.on('error', fail);
+      onAbort(opts.signal, r, `WATCH ${path}`);
       r.end();
     });
   }
@@ -193,6 +195,22 @@ export class KubeClient {
   close(): void {
     this.agent.destroy();
   }
+}
+
+/**
+ * Ends the request when the signal fires. Wired by hand rather than with http.request's `signal`
+ * option, which does not fire for a signal created in another realm (jest's test context).
+ */
+function onAbort(signal: AbortSignal | undefined, r: http.ClientRequest, what: string): void {
+  if (!signal) return;
+  const abort = () => void r.destroy(Object.assign(new Error(`${what}: aborted`), { name: 'AbortError' }));
+  if (signal.aborted) return abort();
+  signal.addEventListener('abort', abort, { once: true });
+  // Detach only when the whole exchange is over: a request's own 'close' can come before its response ends.
+  r.once('response', (res: http.IncomingMessage) =>
+    res.once('close', () => signal.removeEventListener('abort', abort)),
+  );
+  r.once('error', () => signal.removeEventListener('abort', abort));
 }
 
 function apiError(status: number, text: string, what: string): KubeApiError {

@@ -1,0 +1,40 @@
+import { describe, expect, it } from '@jest/globals';
+import { Expectations } from '../src/expectations.js';
+
+describe('Expectations', () => {
+  it('holds a key until the written resourceVersion is observed', () => {
+    let now = 1000;
+    const e = new Expectations(5000, () => now);
+    e.expect('pod:ns/a', '42');
+    expect(e.waitFor(['pod:ns/a', 'pod:ns/b'])).toBe(5000);
+    e.observe('pod:ns/a', '41'); // an older version: still stale
+    expect(e.waitFor(['pod:ns/a'])).toBe(5000);
+    now += 1000;
+    expect(e.waitFor(['pod:ns/a'])).toBe(4000);
+    e.observe('pod:ns/a', '42');
+    expect(e.waitFor(['pod:ns/a'])).toBe(0);
+    expect(e.size).toBe(0);
+  });
+
+  it('a deleted object clears its expectation', () => {
+    const e = new Expectations();
+    e.expect('kdcluster:ns/x', '7');
+    e.observe('kdcluster:ns/x', undefined);
+    expect(e.waitFor(['kdcluster:ns/x'])).toBe(0);
+  });
+
+  it('expires, so a missed watch event delays work but never stalls it', () => {
+    let now = 0;
+    const e = new Expectations(100, () => now);
+    e.expect('pod:ns/a', '1');
+    now = 100;
+    expect(e.waitFor(['pod:ns/a'])).toBe(0);
+    expect(e.size).toBe(0);
+  });
+
+  it('ignores writes without a resourceVersion', () => {
+    const e = new Expectations();
+    e.expect('pod:ns/a', undefined);
+    expect(e.waitFor(['pod:ns/a'])).toBe(0);
+  });
+});

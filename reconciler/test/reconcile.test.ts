@@ -1,0 +1,345 @@
+/**
+ * reconcileCluster against an in-memory world: writes are JSON Patches applied to in-memory objects
+ * with fast-json-patch, so a failed `test` precondition behaves like the API server's 422.
+ */
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import jsonpatch from 'fast-json-patch';
+import {
+  ANNOTATION_CONFIGMETA,
+  ANNOTATION_CONFIGMETA_GENERATOR,
+  ANNOTATION_CONFIGMETA_HASH,
+  KubeApiError,
+  LABEL_CM_TYPE,
+  LABEL_KDCLUSTER,
+  LABEL_ROLE,
+  LABEL_SECRET_TYPE,
+  objectKey,
+  silentLogger,
+  type ConfigMapLike,
+  type EventInput,
+  type KDApp,
+  type KDCluster,
+  type PatchOp,
+  type PodLike,
+  type SecretLike,
+  type World,
+} from '@kd-connections/shared';
+import { trimPod } from '../src/caches.js';
+import { reconcileCluster, RetryableError, type ReconcileDeps } from '../src/reconcile.js';
+
+const NS = 'ml';
+
+class FakeApi {
+  apps = new Map<string, KDApp>();
+  clusters = new Map<string, KDCluster>();
+  cms = new Map<string, ConfigMapLike>();
+  secrets = new Map<string, SecretLike>();
+  pods = new Map<string, PodLike>();
+  writes: string[] = [];
+  events: EventInput[] = [];
+  failPods = new Set<string>();
+  private rv = 100;
+
+  nextRv(): string {
+    return String(++this.rv);
+  }
+
+  apply<T extends { metadata: { resourceVersion?: string } }>(obj: T, ops: PatchOp[], what: string): T {
+    const copy = structuredClone(obj);
+    try {
+      jsonpatch.applyPatch(copy, ops as jsonpatch.Operation[], true, true);
+    } catch (e) {
+      if ((e as { name?: string }).name === 'TEST_OPERATION_FAILED') {
+        throw new KubeApiError(
+          422,
+          'Invalid',
+          `PATCH ${what}: 422 Invalid the server rejected our request due to an error in our request`,
+        );
+      }
+      throw e;
+    }
+    copy.metadata.resourceVersion = this.nextRv();
+    return copy;
+  }
+
+  world(): World {
+    return {
+      getApp: async (ns, n) => this.apps.get(objectKey(ns, n)),
+      getCluster: async (ns, n) => this.clusters.get(objectKey(ns, n)),
+      getConfigMap: async (ns, n) => this.cms.get(objectKey(ns, n)),
+      getSecret: async (ns, n) => this.secrets.get(objectKey(ns, n)),
+      podsOf: async (ns, c) =>
+        [...this.pods.values()]
+          .filter((p) => p.metadata.namespace === ns && p.metadata.labels?.[LABEL_KDCLUSTER] === c)
+          .map((p) => trimPod(p as never)),
+    };
+  }
+
+  deps(): ReconcileDeps {
+    return {
+      getCluster: (ns, n) => this.clusters.get(objectKey(ns, n)),
+      world: this.world(),
+      events: { record: (e) => void this.events.push(e) },
+      log: silentLogger,
+      now: () => new Date('2026-12-02T12:00:00Z'),
+      opts: {
+        systemNamespace: 'kd-system',
+        secretConnections: true,
+        inlineSecretValues: false,
+        clusterDomain: 'cluster.local',
+        podConcurrency: 2,
+      },
+      writes: {
+        patchCluster: async (ns, n, ops) => {
+          const key = objectKey(ns, n);
+          const next = this.apply(this.clusters.get(key)!, ops, key);
+          next.metadata.generation = (next.metadata.generation ?? 1) + 1;
+          this.clusters.set(key, next);
+          this.writes.push(`kdcluster ${n}`);
+          return next;
+        },
+        patchClusterStatus: async (ns, n, ops) => {
+          const key = objectKey(ns, n);
+          const next = this.apply(this.clusters.get(key)!, ops, key);
+          this.clusters.set(key, next);
+          this.writes.push(`status ${n}`);
+          return next;
+        },
+        patchPod: async (ns, n, ops) => {
+          const key = objectKey(ns, n);
+          if (this.failPods.has(n)) throw new Error('connection reset by peer');
+          const next = this.apply(this.pods.get(key)!, ops, key);
+          this.pods.set(key, next);
+          this.writes.push(`pod ${n}`);
+          return next.metadata.resourceVersion;
+        },
+      },
+    };
+  }
+}
+
+function app(name: string, spec: Partial<KDApp['spec']> = {}): KDApp {
+  return {
+    metadata: { name, namespace: NS },
+    spec: {
+      distroID: `x/${name}`,
+      version: '1.0',
+      configSchemaVersion: 8,
+      roles: [{ id: 'worker' }],
+      services: [{ id: 'ui', endpoint: { port: 80, urlScheme: 'http' } }],
+      config: { roleServices: [{ roleID: 'worker', serviceIDs: ['ui'] }] },
+      ...spec,
+    },
+  };
+}
+
+function cluster(name: string, appName: string, connections: KDCluster['spec']['connections'] = {}): KDCluster {
+  return {
+    metadata: { name, namespace: NS, uid: `uid-${name}`, resourceVersion: '1', generation: 1 },
+    spec: { app: appName, roles: [{ id: 'worker', members: 1 }], connections },
+  };
+}
+
+function pod(name: string, clusterName: string, annotations?: Record<string, string>): PodLike {
+  return {
+    metadata: {
+      name,
+      namespace: NS,
+      uid: `uid-${name}`,
+      resourceVersion: '1',
+      labels: { [LABEL_KDCLUSTER]: clusterName, [LABEL_ROLE]: 'worker' },
+      annotations,
+    },
+    spec: {},
+  };
+}
+
+let api: FakeApi;
+beforeEach(() => {
+  api = new FakeApi();
+  api.apps.set(`${NS}/trainer`, app('trainer', { category: 'training' }));
+  api.apps.set(`${NS}/nb`, app('nb', { category: 'notebook', connectable_to: [{ category: 'training' }] }));
+  api.cms.set(`${NS}/model`, {
+    metadata: { name: 'model', namespace: NS, uid: 'uid-cm', labels: { [LABEL_CM_TYPE]: 'model' } },
+    data: { path: '/v1' },
+  });
+  api.secrets.set(`${NS}/creds`, {
+    metadata: {
+      name: 'creds',
+      namespace: NS,
+      uid: 'uid-s',
+      resourceVersion: '5',
+      labels: { [LABEL_SECRET_TYPE]: 'scm' },
+    },
+    keys: ['token'],
+  });
+  api.clusters.set(`${NS}/t`, cluster('t', 'trainer'));
+  api.clusters.set(`${NS}/a`, cluster('a', 'nb', { clusters: ['t'], configmaps: ['model'], secrets: ['creds'] }));
+  for (const p of [pod('a-0', 'a'), pod('a-1', 'a', { unrelated: 'x' }), pod('a-2', 'a'), pod('t-0', 't')])
+    api.pods.set(`${NS}/${p.metadata.name}`, p);
+});
+
+const ann = (p: string) => api.pods.get(`${NS}/${p}`)!.metadata.annotations ?? {};
+
+describe('reconcileCluster', () => {
+  it('first sight: delivers configmeta and initializes status without a bump', async () => {
+    const out = await reconcileCluster(`${NS}/a`, api.deps());
+    expect(out.bumped).toBeUndefined();
+    expect(api.writes.sort()).toEqual(['pod a-0', 'pod a-1', 'pod a-2', 'status a']);
+    expect(ann('a-1').unrelated).toBe('x'); // other annotations are kept
+    expect(ann('a-0')[ANNOTATION_CONFIGMETA_GENERATOR]).toBe('0');
+    const doc = JSON.parse(ann('a-0')[ANNOTATION_CONFIGMETA]!);
+    expect(doc.connections.configmaps.model[0].data).toEqual({ path: '/v1' });
+    expect(doc.connections.secrets.scm[0]).toMatchObject({ data: { token: '' }, redacted: true });
+    const s = api.clusters.get(`${NS}/a`)!.status!;
+    expect(s.lastConfigMetaGenerator).toBe(0);
+    expect(s.connectionsHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(s.members).toEqual({ total: 3, ready: 0, synced: 3 });
+    expect(s.connectionsSummary).toBe('3/3');
+    expect(api.events.map((e) => e.note)).toEqual(['configmeta generator 0 written to 3/3 member pods']);
+  });
+
+  it('nothing changed: a second pass (a restart, a relist) writes nothing', async () => {
+    await reconcileCluster(`${NS}/a`, api.deps());
+    api.writes = [];
+    api.events = [];
+    const out = await reconcileCluster(`${NS}/a`, api.deps());
+    expect(out).toEqual({ podsWritten: 0, statusWritten: false });
+    expect(api.writes).toEqual([]);
+    expect(api.events).toEqual([]);
+  });
+
+  it('connected content changed: one bump (test + replace), one patch per pod, one status write, events naming the cause', async () => {
+    await reconcileCluster(`${NS}/a`, api.deps());
+    api.writes = [];
+    api.events = [];
+    api.cms.get(`${NS}/model`)!.data = { path: '/v2' };
+    const out = await reconcileCluster(`${NS}/a`, api.deps());
+    expect(out.bumped).toEqual({ from: 0, to: 1 });
+    expect(api.writes).toEqual(['kdcluster a', 'pod a-0', 'pod a-1', 'pod a-2', 'status a']);
+    expect(api.clusters.get(`${NS}/a`)!.spec.configMetaGenerator).toBe(1);
+    expect(api.clusters.get(`${NS}/a`)!.status!.lastConfigMetaGenerator).toBe(1);
+    expect(JSON.parse(ann('a-2')[ANNOTATION_CONFIGMETA]!).connections.configmaps.model[0].data.path).toBe('/v2');
+    expect(api.events.map((e) => `${e.regarding.name} ${e.reason}: ${e.note}`)).toEqual([
+      'a ConnectionChanged: connected configmap model changed; configMetaGenerator 0 → 1',
+      'model ConnectionUsed: cluster a uses this as a connection; requested configmeta regeneration (generator 1)',
+      'a ConfigMetaDelivered: configmeta generator 1 written to 3/3 member pods',
+    ]);
+  });
+
+  it('a pending regeneration (generator raised by hand) is delivered without another bump', async () => {
+    await reconcileCluster(`${NS}/a`, api.deps());
+    const c = api.clusters.get(`${NS}/a`)!;
+    api.clusters.set(`${NS}/a`, { ...c, spec: { ...c.spec, configMetaGenerator: 7 } });
+    api.cms.get(`${NS}/model`)!.data = { path: '/v3' }; // content changed too: delivered with 7, no bump to 8
+    api.writes = [];
+    const out = await reconcileCluster(`${NS}/a`, api.deps());
+    expect(out.bumped).toBeUndefined();
+    expect(ann('a-0')[ANNOTATION_CONFIGMETA_GENERATOR]).toBe('7');
+    expect(api.clusters.get(`${NS}/a`)!.status!.lastConfigMetaGenerator).toBe(7);
+    expect(api.writes.filter((w) => w.startsWith('kdcluster'))).toEqual([]);
+  });
+
+  it('a bump that lost a race (generator moved on) is refused by its test and retried, never applied twice', async () => {
+    await reconcileCluster(`${NS}/a`, api.deps());
+    api.cms.get(`${NS}/model`)!.data = { path: '/v2' };
+    const deps = api.deps();
+    // Someone else raises the generator between our read and our write.
+    const stale = structuredClone(api.clusters.get(`${NS}/a`)!);
+    const live = api.clusters.get(`${NS}/a`)!;
+    api.clusters.set(`${NS}/a`, {
+      ...live,
+      metadata: { ...live.metadata, resourceVersion: api.nextRv() },
+      spec: { ...live.spec, configMetaGenerator: 3 },
+    });
+    deps.getCluster = () => stale;
+    await expect(reconcileCluster(`${NS}/a`, deps)).rejects.toThrow(RetryableError);
+    expect(api.clusters.get(`${NS}/a`)!.spec.configMetaGenerator).toBe(3);
+  });
+
+  it('pod patches failing for a subset: progress recorded, condition and event name the pods, the key is retried', async () => {
+    api.failPods.add('a-1');
+    await expect(reconcileCluster(`${NS}/a`, api.deps())).rejects.toThrow('configmeta not delivered to a-1');
+    const s = api.clusters.get(`${NS}/a`)!.status!;
+    expect(s.lastConfigMetaGenerator).toBeUndefined(); // still pending
+    expect(s.members?.synced).toBe(2);
+    const cond = s.conditions!.find((c) => c.type === 'ConfigMetaSynced')!;
+    expect(cond).toMatchObject({ status: 'False', reason: 'PodPatchFailed' });
+    expect(cond.message).toBe(
+      'configmeta generator 0 written to 2/3 member pods; failed: a-1 (connection reset by peer)',
+    );
+    expect(api.events.map((e) => `${e.type} ${e.note}`)).toEqual([
+      'Warning configmeta generator 0 written to 2/3 member pods; failed: a-1 (connection reset by peer)',
+    ]);
+    // The retry writes only the pod that is missing it.
+    api.failPods.clear();
+    api.writes = [];
+    await reconcileCluster(`${NS}/a`, api.deps());
+    expect(api.writes).toEqual(['pod a-1', 'status a']);
+    expect(api.clusters.get(`${NS}/a`)!.status!.lastConfigMetaGenerator).toBe(0);
+  });
+
+  it('configmeta too large for an annotation: nothing is written to any pod; condition and event say so', async () => {
+    api.cms.get(`${NS}/model`)!.data = { blob: 'x'.repeat(300 * 1024) };
+    await reconcileCluster(`${NS}/a`, api.deps());
+    expect(api.writes).toEqual(['status a']);
+    expect(ann('a-0')[ANNOTATION_CONFIGMETA]).toBeUndefined();
+    const cond = api.clusters.get(`${NS}/a`)!.status!.conditions!.find((c) => c.type === 'ConfigMetaSynced')!;
+    expect(cond.reason).toBe('ConfigMetaTooLarge');
+    expect(api.events[0]).toMatchObject({ type: 'Warning', reason: 'ConfigMetaTooLarge' });
+  });
+
+  it('a connection the app does not allow is left out of configmeta and reported', async () => {
+    api.apps.get(`${NS}/nb`)!.spec.connectable_to = [{ category: 'streaming' }];
+    await reconcileCluster(`${NS}/a`, api.deps());
+    const doc = JSON.parse(ann('a-0')[ANNOTATION_CONFIGMETA]!);
+    expect(doc.connections.clusters).toEqual({});
+    const s = api.clusters.get(`${NS}/a`)!.status!;
+    expect(s.connections![0]).toMatchObject({ kind: 'Cluster', name: 't', state: 'NotConnectable' });
+    expect(s.connectionsSummary).toBe('2/3');
+  });
+
+  it('a missing app: no pod is written; status says why', async () => {
+    api.apps.delete(`${NS}/nb`);
+    await reconcileCluster(`${NS}/a`, api.deps());
+    expect(api.writes).toEqual(['status a']);
+    const conds = api.clusters.get(`${NS}/a`)!.status!.conditions!;
+    expect(conds.map((c) => `${c.type}=${c.status}/${c.reason}`)).toEqual([
+      'ConnectionsResolved=False/AppNotFound',
+      'ConfigMetaSynced=False/AppNotFound',
+    ]);
+    expect(conds[0]!.message).toBe(
+      `app "nb" not found in namespace "${NS}" or in the system catalog (namespace "kd-system")`,
+    );
+  });
+
+  it('defers, writing nothing, while the caches do not show its own last writes', async () => {
+    const deps = { ...api.deps(), pendingWrites: (keys: string[]) => (keys.includes(`pod:${NS}/a-2`) ? 250 : 0) };
+    const out = await reconcileCluster(`${NS}/a`, deps);
+    expect(out.deferredMs).toBe(250);
+    expect(api.writes).toEqual([]);
+  });
+
+  it('guards each pod patch with the hash it read, so a pod rewritten meanwhile is not clobbered', async () => {
+    await reconcileCluster(`${NS}/a`, api.deps());
+    api.cms.get(`${NS}/model`)!.data = { path: '/v2' };
+    const p = api.pods.get(`${NS}/a-0`)!;
+    const deps = api.deps();
+    const world = deps.world;
+    // The cache still shows the old hash while another writer has already changed it.
+    api.pods.set(`${NS}/a-0`, {
+      ...p,
+      metadata: {
+        ...p.metadata,
+        annotations: { ...p.metadata.annotations, [ANNOTATION_CONFIGMETA_HASH]: 'f'.repeat(64) },
+      },
+    });
+    deps.world = {
+      ...world,
+      podsOf: async (ns, c) =>
+        (await world.podsOf(ns, c)).map((x) => (x.metadata.name === 'a-0' ? trimPod(p as never) : x)),
+    };
+    await expect(reconcileCluster(`${NS}/a`, deps)).rejects.toThrow('configmeta not delivered to a-0');
+    expect(api.pods.get(`${NS}/a-0`)!.metadata.annotations![ANNOTATION_CONFIGMETA_HASH]).toBe('f'.repeat(64));
+  });
+});
