@@ -1,0 +1,125 @@
+/**
+ * `npm start` as a new user meets it: the command brings up the local environment and prints a tour;
+ * the test runs the tour's commands exactly as printed and checks what they print; Ctrl-C removes
+ * everything. Then the --kubeconfig mode against this run's control plane.
+ */
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { useTestEnv } from '../support/cluster.js';
+import { eventually } from '../support/processes.js';
+import { ensureCrds } from '../support/crds.js';
+
+const env = useTestEnv();
+const startJs = join(dirname(fileURLToPath(import.meta.url)), '../dist/local/start.js');
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+function launch(args: string[]): { child: ChildProcess; out: () => string; exit: Promise<number | null> } {
+  const e = { ...process.env };
+  delete e.KD_TEST_CONTROLPLANE;
+  const child = spawn(process.execPath, [startJs, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: e });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  return { child, out: () => out, exit: new Promise((r) => child.once('exit', (code) => r(code))) };
+}
+
+function sh(command: string, exports: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((ok) =>
+    execFile('sh', ['-c', `${exports}\n${command}`], { maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>
+      ok({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+describe('npm start', () => {
+  it('brings up a local environment whose printed tour works, and Ctrl-C removes it', async () => {
+    const p = launch([]);
+    await eventually(
+      'the tour is printed',
+      () => p.out().includes('Press Ctrl-C to stop everything.') || p.child.exitCode !== null,
+      240_000,
+      500,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}; output so far:\n${p.out()}`);
+    });
+    const out = p.out();
+    expect(out).toContain('kd-connections is running.');
+    const exports = out
+      .split('\n')
+      .filter((l) => /^\s+export (KUBECONFIG|PATH)=/.test(l))
+      .map((l) => l.trim().replace(/\s+#.*$/, ''))
+      .join('\n');
+    expect(exports).toMatch(/export KUBECONFIG=\/.+kubeconfig/);
+    const commands = out
+      .split('\n')
+      .filter((l) => /^\s{5}kubectl /.test(l))
+      .map((l) => l.trim());
+    expect(commands).toHaveLength(4);
+    const [denied, patch, list, read] = commands as [string, string, string, string];
+
+    // 1. The denied connection.
+    const d = await sh(denied, exports);
+    expect(d.code).not.toBe(0);
+    expect(d.stderr).toContain('admission webhook "validate-kdcluster.kd-connections.hpe.com" denied the request');
+    expect(d.stderr).toContain('cluster "pg-main" uses app "postgres" (category "database"');
+    expect(d.stderr).toContain('allowed: {category: "training"}, {category: "streaming", version: ">=2.4 <3"}');
+
+    // 2. The ConfigMap edit raises the generator of the clusters that use it.
+    const gen = async () =>
+      Number(
+        (await sh('kubectl -n kd-demo get kdcluster notebook -o jsonpath={.spec.configMetaGenerator}', exports)).stdout,
+      );
+    const before = await gen();
+    const pr = await sh(patch, exports);
+    expect(pr.stdout).toContain('configmap/model-prediction patched');
+    await eventually('notebook regenerated', async () => (await gen()) === before + 1);
+    const table = await sh(list, exports);
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+APP\s+CONNECTIONS\s+GENERATOR\s+SYNCED\s+READY\s+AGE/);
+    expect(table.stdout).toMatch(new RegExp(`notebook\\s+jupyter-notebook\\s+4/4\\s+${before + 1}\\s`));
+
+    // 3. The pod's configmeta carries the edit.
+    const doc = await eventually('configmeta updated', async () => {
+      const r = await sh(read, exports);
+      const d = r.code === 0 ? JSON.parse(r.stdout) : undefined;
+      return d?.connections?.configmaps?.model?.[0]?.data?.path === '/models/resnet50/4' ? d : undefined;
+    });
+    expect(doc.node.role_id).toBe('controller');
+    expect(Object.keys(doc.connections.clusters).sort()).toEqual(['spark-logs-nightly', 'training-cluster']);
+    expect(doc.connections.secrets['source-control'][0]).toMatchObject({
+      redacted: true,
+      data: { token: '', username: '' },
+    });
+
+    const dirs = [...out.matchAll(/(\/[^\s]*kd-(?:local|controlplane)-[^/\s]+)\//g)].map((m) => m[1]!);
+    expect(dirs.length).toBeGreaterThanOrEqual(2);
+    for (const dir of dirs) expect(existsSync(dir)).toBe(true);
+    p.child.kill('SIGINT');
+    expect(await p.exit).toBe(0);
+    expect(p.out()).toContain('Stopped; temporary files removed.');
+    for (const dir of dirs) expect(existsSync(dir)).toBe(false);
+  }, 300_000);
+
+  it('--kubeconfig runs both services against an existing cluster', async () => {
+    await ensureCrds(env);
+    const p = launch(['--kubeconfig', env.info.kubeconfigPath, '--namespaces', env.namespace]);
+    await eventually(
+      'running',
+      () => p.out().includes('Press Ctrl-C to stop everything.') || p.child.exitCode !== null,
+      120_000,
+      500,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}; output so far:\n${p.out()}`);
+    });
+    expect(p.out()).toContain('Both services run against the cluster of the given kubeconfig.');
+    expect(p.out()).not.toContain('Starting etcd');
+    p.child.kill('SIGINT');
+    expect(await p.exit).toBe(0);
+  }, 180_000);
+});
