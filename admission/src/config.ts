@@ -2,8 +2,12 @@
  * Configuration from flags, then environment, then defaults. Flags win so a manifest's `args` are the
  * whole story; environment variables suit the chart's `env` and local runs.
  */
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
+import type { WebhookConfigurationRef } from '@kd-connections/certs';
 import { parseLogLevel, type LogLevel } from '@kd-connections/shared';
+
+export type TlsMode = 'files' | 'bootstrap';
 
 export interface AdmissionConfig {
   port: number;
@@ -20,6 +24,20 @@ export interface AdmissionConfig {
   shutdownDelayMs: number;
   /** Longest wait for in-flight requests on SIGTERM. */
   shutdownTimeoutMs: number;
+  /** files: load tls-cert-file/tls-key-file. bootstrap: read or create the TLS Secret and renew it. */
+  tlsMode: TlsMode;
+  tlsSecretName: string;
+  /** Required in bootstrap mode (flag or $POD_NAMESPACE). */
+  tlsSecretNamespace: string | undefined;
+  /** The Service the serving certificate is for (SANs svc, svc.ns, svc.ns.svc, svc.ns.svc.cluster.local). */
+  serviceName: string;
+  serviceNamespace: string | undefined;
+  extraDnsNames: string[];
+  extraIpAddresses: string[];
+  /** Webhook configurations whose caBundle bootstrap mode keeps current. */
+  webhookConfigurations: WebhookConfigurationRef[];
+  servingCertLifetimeMs: number;
+  caLifetimeMs: number;
 }
 
 interface Option {
@@ -79,11 +97,66 @@ const OPTIONS: Option[] = [
     default: '25',
     help: 'seconds to wait for in-flight requests on SIGTERM',
   },
+  {
+    flag: 'tls-mode',
+    env: 'KD_ADMISSION_TLS_MODE',
+    default: 'files',
+    help: 'files: serve --tls-cert-file/--tls-key-file; bootstrap: read or create the TLS Secret, keep the caBundle of --webhook-configurations current, renew',
+  },
+  {
+    flag: 'tls-secret-name',
+    env: 'KD_ADMISSION_TLS_SECRET_NAME',
+    default: 'kd-connections-admission-tls',
+    help: 'bootstrap: the kubernetes.io/tls Secret holding CA and serving pair',
+  },
+  {
+    flag: 'tls-secret-namespace',
+    env: 'KD_ADMISSION_TLS_SECRET_NAMESPACE',
+    help: "bootstrap: the Secret's namespace (default $POD_NAMESPACE)",
+  },
+  {
+    flag: 'service-name',
+    env: 'KD_ADMISSION_SERVICE_NAME',
+    default: 'kd-connections-admission',
+    help: 'bootstrap: Service the certificate names (svc, svc.ns, svc.ns.svc, svc.ns.svc.cluster.local)',
+  },
+  {
+    flag: 'service-namespace',
+    env: 'KD_ADMISSION_SERVICE_NAMESPACE',
+    help: "bootstrap: the Service's namespace (default $POD_NAMESPACE)",
+  },
+  {
+    flag: 'extra-dns-names',
+    env: 'KD_ADMISSION_EXTRA_DNS_NAMES',
+    help: 'bootstrap: more DNS names for the certificate, comma-separated',
+  },
+  {
+    flag: 'extra-ip-addresses',
+    env: 'KD_ADMISSION_EXTRA_IP_ADDRESSES',
+    help: 'bootstrap: IP addresses for the certificate, comma-separated (url mode: 127.0.0.1)',
+  },
+  {
+    flag: 'webhook-configurations',
+    env: 'KD_ADMISSION_WEBHOOK_CONFIGURATIONS',
+    help: 'bootstrap: comma-separated validating/NAME and mutating/NAME whose caBundle is kept current',
+  },
+  {
+    flag: 'serving-cert-lifetime',
+    env: 'KD_ADMISSION_SERVING_CERT_LIFETIME',
+    default: '8760h',
+    help: 'bootstrap: serving certificate lifetime (e.g. 8760h, 90s); renewed at two thirds',
+  },
+  {
+    flag: 'ca-lifetime',
+    env: 'KD_ADMISSION_CA_LIFETIME',
+    default: '87600h',
+    help: 'bootstrap: CA lifetime; renewed at two thirds, old and new CA both published meanwhile',
+  },
 ];
 
 export function usage(): string {
   const lines = OPTIONS.map(
-    (o) => `  --${o.flag.padEnd(20)} ${o.help}${o.default !== undefined ? ` (default ${o.default})` : ''} [$${o.env}]`,
+    (o) => `  --${o.flag.padEnd(24)} ${o.help}${o.default !== undefined ? ` (default ${o.default})` : ''} [$${o.env}]`,
   );
   return ['Usage: node admission/dist/main.js [options]', '', ...lines, '  --help'].join('\n');
 }
@@ -102,6 +175,54 @@ function seconds(name: string, v: string, min: number): number {
   if (!Number.isFinite(n) || n < min)
     throw new ConfigError(`--${name} must be a number ≥ ${min}, got ${JSON.stringify(v)}`);
   return Math.round(n * 1000);
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** A Go-style duration ("8760h", "90s", "1h30m", "500ms") in milliseconds; throws ConfigError. */
+export function parseDuration(name: string, v: string): number {
+  const text = v.trim();
+  let ms = 0;
+  let rest = text;
+  const part = /^(\d+(?:\.\d+)?)(ms|s|m|h)/;
+  while (rest.length > 0) {
+    const m = part.exec(rest);
+    if (!m) {
+      ms = NaN;
+      break;
+    }
+    ms += Number(m[1]) * DURATION_UNITS[m[2]!]!;
+    rest = rest.slice(m[0].length);
+  }
+  if (!text || !(ms >= 1000)) {
+    throw new ConfigError(
+      `--${name} must be a duration of at least 1s such as 8760h, 90s or 1h30m, got ${JSON.stringify(v)}`,
+    );
+  }
+  return Math.round(ms);
+}
+
+function list(v: string | undefined): string[] {
+  return [
+    ...new Set(
+      (v ?? '')
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
+  ];
+}
+
+function webhookConfigurations(v: string | undefined): WebhookConfigurationRef[] {
+  return list(v).map((item) => {
+    const m = /^(validating|mutating)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(item);
+    if (!m) {
+      throw new ConfigError(
+        `--webhook-configurations entries must be validating/NAME or mutating/NAME, got ${JSON.stringify(item)}`,
+      );
+    }
+    return { kind: m[1] as WebhookConfigurationRef['kind'], name: m[2]! };
+  });
 }
 
 /** Parses argv (without node and script) and env; throws ConfigError with a readable message. */
@@ -136,6 +257,34 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
   if (parseLogLevel(level, 'info') !== level) {
     throw new ConfigError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(level)}`);
   }
+  const tlsMode = get('tls-mode')!;
+  if (tlsMode !== 'files' && tlsMode !== 'bootstrap') {
+    throw new ConfigError(`--tls-mode must be files or bootstrap, got ${JSON.stringify(tlsMode)}`);
+  }
+  const podNamespace = env.POD_NAMESPACE || undefined;
+  const tlsSecretNamespace = get('tls-secret-namespace') ?? podNamespace;
+  const serviceNamespace = get('service-namespace') ?? podNamespace;
+  const extraIpAddresses = list(get('extra-ip-addresses'));
+  const badIp = extraIpAddresses.find((ip) => isIP(ip) === 0);
+  if (badIp !== undefined) {
+    throw new ConfigError(`--extra-ip-addresses must list IP addresses, got ${JSON.stringify(badIp)}`);
+  }
+  const servingCertLifetimeMs = parseDuration('serving-cert-lifetime', get('serving-cert-lifetime')!);
+  const caLifetimeMs = parseDuration('ca-lifetime', get('ca-lifetime')!);
+  const hooks = webhookConfigurations(get('webhook-configurations'));
+  if (tlsMode === 'bootstrap') {
+    if (!tlsSecretNamespace) {
+      throw new ConfigError('--tls-secret-namespace (or $POD_NAMESPACE) is required with --tls-mode=bootstrap');
+    }
+    if (!serviceNamespace) {
+      throw new ConfigError('--service-namespace (or $POD_NAMESPACE) is required with --tls-mode=bootstrap');
+    }
+    if (servingCertLifetimeMs > caLifetimeMs) {
+      throw new ConfigError(
+        `--serving-cert-lifetime (${get('serving-cert-lifetime')}) must not exceed --ca-lifetime (${get('ca-lifetime')})`,
+      );
+    }
+  }
   return {
     port,
     bindAddress: get('bind-address')!,
@@ -148,5 +297,15 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     logLevel: parseLogLevel(level),
     shutdownDelayMs: seconds('shutdown-delay', get('shutdown-delay')!, 0),
     shutdownTimeoutMs: seconds('shutdown-timeout', get('shutdown-timeout')!, 0),
+    tlsMode,
+    tlsSecretName: get('tls-secret-name')!,
+    tlsSecretNamespace,
+    serviceName: get('service-name')!,
+    serviceNamespace,
+    extraDnsNames: list(get('extra-dns-names')),
+    extraIpAddresses,
+    webhookConfigurations: hooks,
+    servingCertLifetimeMs,
+    caLifetimeMs,
   };
 }

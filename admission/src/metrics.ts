@@ -14,6 +14,7 @@ export class AdmissionMetrics {
   readonly lookups: Counter<'kind' | 'source'>;
   readonly tlsReloads: Counter<'result'>;
   readonly tlsNotAfter: Gauge;
+  readonly tlsConnectionsRecycled: Counter;
   readonly informerRestarts: Counter<'informer' | 'reason'>;
   private readonly cacheObjects: Gauge<'cache'>;
   private readonly ready: Gauge;
@@ -54,6 +55,11 @@ export class AdmissionMetrics {
     this.tlsNotAfter = new Gauge({
       name: 'kd_admission_tls_certificate_not_after_seconds',
       help: 'Expiry of the serving certificate in use (Unix time)',
+      registers,
+    });
+    this.tlsConnectionsRecycled = new Counter({
+      name: 'kd_admission_tls_connections_recycled_total',
+      help: 'Kept-alive connections answered with Connection: close because their certificate was replaced since',
       registers,
     });
     this.informerRestarts = new Counter({

@@ -1,12 +1,15 @@
 /**
  * The HTTPS server around the Express app: TLS ≥ 1.2 with AEAD suites, a certificate that can be
- * replaced at any time (setSecureContext: new handshakes use it, open connections keep theirs),
+ * replaced at any time (setSecureContext: new handshakes use it; a kept-alive connection set up with the
+ * old one gets `Connection: close` on its next answer, so clients move over without a failed request),
  * keep-alive longer than the API server's 90 s idle timeout, and a graceful shutdown that stops
  * accepting, tells clients to close, lets in-flight reviews finish and then returns.
  */
+import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import type { RequestListener } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { silentLogger, type Logger } from '@kd-connections/shared';
 import { checkPair, tlsOptions, type CertificateSink } from './tls/certificate.js';
 import type { AdmissionMetrics } from './metrics.js';
@@ -17,6 +20,11 @@ export const KEEP_ALIVE_TIMEOUT_MS = 100_000;
 export const HEADERS_TIMEOUT_MS = 105_000;
 /** A whole request, body included; webhooks time out after at most 30 s anyway. */
 export const REQUEST_TIMEOUT_MS = 120_000;
+
+/** The certificate a connection was set up with (SHA-256 fingerprint), and whether it was told to close. */
+const SERVED = Symbol('servedCertificate');
+const RECYCLED = Symbol('recycled');
+type TaggedSocket = TLSSocket & { [SERVED]?: string; [RECYCLED]?: boolean };
 
 export interface ServerOptions {
   app: RequestListener;
@@ -29,6 +37,7 @@ export interface ServerOptions {
 export class AdmissionServer implements CertificateSink {
   readonly server: https.Server;
   private loaded = false;
+  private fingerprint: string | undefined;
   private closing = false;
   private firstCertificate: Promise<void>;
   private resolveFirst!: () => void;
@@ -46,8 +55,23 @@ export class AdmissionServer implements CertificateSink {
         headersTimeout: HEADERS_TIMEOUT_MS,
         requestTimeout: REQUEST_TIMEOUT_MS,
       } as https.ServerOptions,
-      opts.app,
+      (req, res) => {
+        // A connection set up with a replaced certificate is closed after this answer: the client's
+        // next handshake gets the new one, long before the old one expires or its CA leaves the bundle.
+        const s = req.socket as TaggedSocket;
+        if (s[SERVED] !== undefined && s[SERVED] !== this.fingerprint) {
+          res.setHeader('Connection', 'close');
+          if (!s[RECYCLED]) {
+            s[RECYCLED] = true;
+            this.opts.metrics?.tlsConnectionsRecycled.inc();
+          }
+        }
+        opts.app(req, res);
+      },
     );
+    this.server.on('secureConnection', (s: TaggedSocket) => {
+      s[SERVED] = s.getX509Certificate()?.fingerprint256;
+    });
     // Node 20 takes these from the assignment rather than from the options in some paths; set both.
     this.server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     this.server.headersTimeout = HEADERS_TIMEOUT_MS;
@@ -68,6 +92,7 @@ export class AdmissionServer implements CertificateSink {
       throw e;
     }
     this.server.setSecureContext(tlsOptions(certPem, keyPem));
+    this.fingerprint = new X509Certificate(certPem).fingerprint256;
     const first = !this.loaded;
     this.loaded = true;
     this.opts.metrics?.tlsReloads.inc({ result: 'loaded' });

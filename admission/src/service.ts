@@ -3,6 +3,7 @@
  * certificate source feeding the server. `main.ts` adds the process around it (flags, signals).
  * A certificate bootstrapper plugs in as another CertificateSource, or calls `setCertificate` itself.
  */
+import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage, KubeClient, type Logger } from '@kd-connections/shared';
 import { createApp, type Readiness } from './app.js';
@@ -11,6 +12,7 @@ import { CachedLookup, liveGet } from './cached-lookup.js';
 import type { AdmissionConfig } from './config.js';
 import { AdmissionMetrics } from './metrics.js';
 import { AdmissionServer } from './server.js';
+import { BootstrapCertificateSource } from './tls/bootstrap-certificate-source.js';
 import type { CertificateSink, CertificateSource } from './tls/certificate.js';
 import { FileCertificateSource } from './tls/file-certificate-source.js';
 import { WEBHOOKS } from './webhooks/index.js';
@@ -19,8 +21,36 @@ export interface ServiceOptions {
   config: AdmissionConfig;
   kubeConfig: KubeConfig;
   log: Logger;
-  /** Default: the files named by the configuration. */
+  /** Default: the files named by the configuration, or the TLS Secret in bootstrap mode. */
   certificateSource?: CertificateSource;
+  /** This replica in events and the bootstrapper's user agent; default $POD_NAME, else host-pid. */
+  identity?: string;
+}
+
+/** The bootstrapper's API writes carry this user agent, distinct from the webhook path's. */
+export const BOOTSTRAP_USER_AGENT = 'kd-connections-tls-bootstrap';
+
+function defaultIdentity(): string {
+  return process.env.POD_NAME || `${hostname()}-${process.pid}`;
+}
+
+/** Bootstrap mode from the configuration: the Secret, the SANs, the configurations to keep trusting us. */
+export function bootstrapSource(config: AdmissionConfig, kubeConfig: KubeConfig, log: Logger, identity: string) {
+  return new BootstrapCertificateSource({
+    client: new KubeClient(kubeConfig, `${BOOTSTRAP_USER_AGENT}/${identity}`),
+    secretNamespace: config.tlsSecretNamespace!,
+    secretName: config.tlsSecretName,
+    wanted: {
+      service: { name: config.serviceName, namespace: config.serviceNamespace! },
+      dnsNames: config.extraDnsNames,
+      ipAddresses: config.extraIpAddresses,
+    },
+    webhookConfigurations: config.webhookConfigurations,
+    servingLifetimeMs: config.servingCertLifetimeMs,
+    caLifetimeMs: config.caLifetimeMs,
+    log: log.child({ source: 'tls-bootstrap' }),
+    identity,
+  });
 }
 
 export class AdmissionService implements CertificateSink {
@@ -69,18 +99,21 @@ export class AdmissionService implements CertificateSink {
     });
     this.source =
       opts.certificateSource ??
-      new FileCertificateSource({
-        certFile: config.tlsCertFile,
-        keyFile: config.tlsKeyFile,
-        pollIntervalMs: config.tlsPollIntervalMs,
-        log,
-      });
+      (config.tlsMode === 'bootstrap'
+        ? bootstrapSource(config, opts.kubeConfig, log, opts.identity ?? defaultIdentity())
+        : new FileCertificateSource({
+            certFile: config.tlsCertFile,
+            keyFile: config.tlsKeyFile,
+            pollIntervalMs: config.tlsPollIntervalMs,
+            log,
+          }));
   }
 
   readiness(): Readiness {
     const reasons: string[] = [];
     if (this.server.draining) reasons.push('shutting down');
     if (!this.server.tlsLoaded) reasons.push('no serving certificate loaded');
+    reasons.push(...(this.source.notReadyReasons?.() ?? []));
     reasons.push(...this.caches.unsynced().map((c) => `${c} not synced`));
     return { ready: reasons.length === 0, reasons };
   }
@@ -98,6 +131,7 @@ export class AdmissionService implements CertificateSink {
     this.log.info('listening', {
       address: this.opts.config.bindAddress,
       port,
+      tlsMode: this.opts.config.tlsMode,
       systemNamespace: this.opts.config.systemNamespace,
       secretConnections: this.opts.config.secretConnections,
     });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, parseConfig, usage } from '../src/config.js';
+import { ConfigError, parseConfig, parseDuration, usage } from '../src/config.js';
 
 describe('configuration', () => {
   it('has in-pod defaults', () => {
@@ -15,7 +15,72 @@ describe('configuration', () => {
       logLevel: 'info',
       shutdownDelayMs: 0,
       shutdownTimeoutMs: 25_000,
+      tlsMode: 'files',
+      tlsSecretName: 'kd-connections-admission-tls',
+      tlsSecretNamespace: undefined,
+      serviceName: 'kd-connections-admission',
+      serviceNamespace: undefined,
+      extraDnsNames: [],
+      extraIpAddresses: [],
+      webhookConfigurations: [],
+      servingCertLifetimeMs: 8760 * 3_600_000,
+      caLifetimeMs: 87600 * 3_600_000,
     });
+  });
+
+  it('reads bootstrap mode: Secret and Service from $POD_NAMESPACE, names, configurations, lifetimes', () => {
+    const c = parseConfig(
+      [
+        '--tls-mode=bootstrap',
+        '--extra-dns-names=webhook.example.com, other.example.com,webhook.example.com',
+        '--extra-ip-addresses=127.0.0.1,::1',
+        '--webhook-configurations=validating/kd-validate,mutating/kd-mutate',
+        '--serving-cert-lifetime=90s',
+        '--ca-lifetime=1h30m',
+      ],
+      { POD_NAMESPACE: 'kd-release' },
+    );
+    expect(c).toMatchObject({
+      tlsMode: 'bootstrap',
+      tlsSecretName: 'kd-connections-admission-tls',
+      tlsSecretNamespace: 'kd-release',
+      serviceName: 'kd-connections-admission',
+      serviceNamespace: 'kd-release',
+      extraDnsNames: ['webhook.example.com', 'other.example.com'],
+      extraIpAddresses: ['127.0.0.1', '::1'],
+      webhookConfigurations: [
+        { kind: 'validating', name: 'kd-validate' },
+        { kind: 'mutating', name: 'kd-mutate' },
+      ],
+      servingCertLifetimeMs: 90_000,
+      caLifetimeMs: 5_400_000,
+    });
+    const flags = parseConfig(
+      [
+        '--tls-mode=bootstrap',
+        '--tls-secret-name=s',
+        '--tls-secret-namespace=secrets',
+        '--service-name=svc',
+        '--service-namespace=services',
+      ],
+      { POD_NAMESPACE: 'kd-release' },
+    );
+    expect(flags).toMatchObject({
+      tlsSecretName: 's',
+      tlsSecretNamespace: 'secrets',
+      serviceName: 'svc',
+      serviceNamespace: 'services',
+    });
+    expect(parseConfig([], { KD_ADMISSION_TLS_MODE: 'bootstrap', POD_NAMESPACE: 'x' })).toMatchObject({
+      tlsMode: 'bootstrap',
+    });
+  });
+
+  it('parses Go-style durations', () => {
+    expect(parseDuration('d', '8760h')).toBe(31_536_000_000);
+    expect(parseDuration('d', '1h30m15s')).toBe(5_415_000);
+    expect(parseDuration('d', '1500ms')).toBe(1500);
+    expect(parseDuration('d', '2.5s')).toBe(2500);
   });
 
   it('reads the environment, and flags win over it', () => {
@@ -73,6 +138,27 @@ describe('configuration', () => {
     [['--log-level', 'loud'], '--log-level must be debug, info, warn or error, got "loud"'],
     [['--shutdown-timeout=-1'], '--shutdown-timeout must be a number ≥ 0, got "-1"'],
     [['--nope'], "Unknown option '--nope'"],
+    [['--tls-mode=secret'], '--tls-mode must be files or bootstrap, got "secret"'],
+    [['--tls-mode=bootstrap'], '--tls-secret-namespace (or $POD_NAMESPACE) is required with --tls-mode=bootstrap'],
+    [
+      ['--tls-mode=bootstrap', '--tls-secret-namespace=x'],
+      '--service-namespace (or $POD_NAMESPACE) is required with --tls-mode=bootstrap',
+    ],
+    [['--serving-cert-lifetime=10d'], '--serving-cert-lifetime must be a duration of at least 1s'],
+    [['--ca-lifetime=500ms'], '--ca-lifetime must be a duration of at least 1s'],
+    [['--ca-lifetime=h'], '--ca-lifetime must be a duration'],
+    [['--extra-ip-addresses=127.0.0.1,localhost'], '--extra-ip-addresses must list IP addresses, got "localhost"'],
+    [['--webhook-configurations=kd-validate'], 'entries must be validating/NAME or mutating/NAME, got "kd-validate"'],
+    [
+      [
+        '--tls-mode=bootstrap',
+        '--tls-secret-namespace=x',
+        '--service-namespace=x',
+        '--ca-lifetime=1h',
+        '--serving-cert-lifetime=2h',
+      ],
+      '--serving-cert-lifetime (2h) must not exceed --ca-lifetime (1h)',
+    ],
   ])('refuses %j', (argv, message) => {
     expect(() => parseConfig(argv, {})).toThrow(ConfigError);
     expect(() => parseConfig(argv, {})).toThrow(message);
@@ -87,6 +173,17 @@ describe('configuration', () => {
       '--kubeconfig',
       '--secret-connections',
       '$KUBECONFIG',
+      '--tls-mode',
+      '--tls-secret-name',
+      '--tls-secret-namespace',
+      '--service-name',
+      '--service-namespace',
+      '--extra-dns-names',
+      '--extra-ip-addresses',
+      '--webhook-configurations',
+      '--serving-cert-lifetime',
+      '--ca-lifetime',
+      '$KD_ADMISSION_TLS_MODE',
     ])
       expect(usage()).toContain(f);
   });

@@ -43,6 +43,16 @@ export interface ClientOptions {
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** notBefore is backdated so a peer whose clock runs a little behind still accepts a fresh certificate. */
 export const BACKDATE_MS = 5 * 60 * 1000;
+
+/**
+ * The backdating for a lifetime: BACKDATE_MS, but at most a tenth of the lifetime. Renewal is due at
+ * two thirds of notBefore..notAfter, so a fixed 5 minutes would make any certificate shorter than
+ * 150 s (the bootstrap tests use 30-90 s) due for renewal the moment it is issued.
+ */
+export function backdateMs(lifetimeMs: number): number {
+  return Math.max(0, Math.min(BACKDATE_MS, Math.floor(lifetimeMs / 10)));
+}
+
 /**
  * RSA-2048: node-forge cannot issue ECDSA certificates, and 2048 bits is the smallest size every
  * Kubernetes distribution and Node's default security level accept. Generation uses Node's native
@@ -67,7 +77,7 @@ function newKeys(bits: number): forge.pki.rsa.KeyPair {
 }
 
 function validity(cert: forge.pki.Certificate, now: Date, lifetimeMs: number): void {
-  cert.validity.notBefore = new Date(now.getTime() - BACKDATE_MS);
+  cert.validity.notBefore = new Date(now.getTime() - backdateMs(lifetimeMs));
   cert.validity.notAfter = new Date(now.getTime() + lifetimeMs);
 }
 

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import forge from 'node-forge';
 import {
   BACKDATE_MS,
+  backdateMs,
   createCA,
   createClientCert,
   createServingCert,
@@ -12,6 +13,7 @@ import {
   type CertPair,
 } from '../src/generate.js';
 import { inspectCertificate, isIssuedBy, type CertificateInfo } from '../src/inspect.js';
+import { renewalDecision } from '../src/renewal.js';
 
 // Whole seconds: certificates store validity with second precision.
 const NOW = new Date('2030-03-01T12:00:00Z');
@@ -65,6 +67,23 @@ describe('serving certificate', () => {
     expect(BACKDATE_MS).toBe(5 * 60 * 1000);
     expect(info.notBefore.toISOString()).toBe('2030-03-01T11:55:00.000Z');
     expect(info.notAfter.toISOString()).toBe('2030-03-11T12:00:00.000Z');
+  });
+
+  it('is backdated by at most a tenth of a short lifetime, so it is not due for renewal when issued', () => {
+    expect(backdateMs(10 * DAY_MS)).toBe(BACKDATE_MS);
+    expect(backdateMs(45_000)).toBe(4_500);
+    const short = createServingCert({ ca, ipAddresses: ['127.0.0.1'], lifetimeMs: 45_000, now: NOW, keyBits: 1024 });
+    const s = inspectCertificate(short.certPem);
+    expect(s.notBefore.toISOString()).toBe('2030-03-01T11:59:55.000Z'); // 4.5 s, stored in whole seconds
+    expect(s.notAfter.toISOString()).toBe('2030-03-01T12:00:45.000Z');
+    const d = renewalDecision(
+      { caCertPem: ca.certPem, caKeyPem: ca.keyPem, certPem: short.certPem, keyPem: short.keyPem },
+      { ipAddresses: ['127.0.0.1'] },
+      NOW,
+    );
+    expect(d.action).toBe('keep');
+    // Two thirds of 50 s after notBefore.
+    expect(d.renewAt?.toISOString()).toBe('2030-03-01T12:00:28.333Z');
   });
 
   it('never outlives its CA', () => {

@@ -1,6 +1,7 @@
 /**
  * The built admission service (node admission/dist/main.js) run against the test control plane, and
- * its webhook configurations registered in `url` mode on 127.0.0.1 with the test webhook CA — never
+ * its webhook configurations registered in `url` mode on 127.0.0.1 with the test webhook CA (or with no
+ * caBundle, for the service's certificate bootstrap mode to fill in) — never
  * `clientConfig.service`. A configuration counts as live only when the API server demonstrably calls
  * it (the marker technique): a dry-run kdcluster with a missing app is denied only by the validating
  * webhook; a dry-run kdcluster and pod come back mutated only through the mutating one.
@@ -65,8 +66,24 @@ export interface RunningAdmission {
   stop(): Promise<void>;
 }
 
-/** Starts the service on 127.0.0.1 (a free port) with the control plane's webhook serving pair. */
-export async function startAdmission(env: TestEnv, extraArgs: string[] = []): Promise<RunningAdmission> {
+export interface StartOptions {
+  /** false: no certificate files (the flags choose another mode, e.g. --tls-mode=bootstrap). Default true. */
+  certificateFiles?: boolean;
+  /** The CA that verifies the service for /readyz and /metrics; default the test webhook CA. */
+  trustedCa?: () => string | Promise<string>;
+}
+
+/**
+ * Starts the service on 127.0.0.1 (a free port, unless extraArgs pass --port) with the control plane's
+ * webhook serving pair, or with what the flags say when `certificateFiles` is false.
+ */
+export async function startAdmission(
+  env: TestEnv,
+  extraArgs: string[] = [],
+  opts: StartOptions = {},
+): Promise<RunningAdmission> {
+  const files = opts.certificateFiles !== false;
+  const trustedCa = opts.trustedCa ?? (() => env.info.webhookCaPem);
   const dir = mkdtempSync(join(tmpdir(), 'kd-admission-e2e-'));
   const certFile = join(dir, 'tls.crt');
   const keyFile = join(dir, 'tls.key');
@@ -77,15 +94,14 @@ export async function startAdmission(env: TestEnv, extraArgs: string[] = []): Pr
     writeFileSync(join(dir, 'tls.crt.tmp'), certPem);
     renameSync(join(dir, 'tls.crt.tmp'), certFile);
   };
-  writeCertificate(env.info.webhookServing.certPem, env.info.webhookServing.keyPem);
+  if (files) writeCertificate(env.info.webhookServing.certPem, env.info.webhookServing.keyPem);
   const child: ChildProcess = spawn(
     process.execPath,
     [
       MAIN,
       '--port=0',
       '--bind-address=127.0.0.1',
-      `--tls-cert-file=${certFile}`,
-      `--tls-key-file=${keyFile}`,
+      ...(files ? [`--tls-cert-file=${certFile}`, `--tls-key-file=${keyFile}`] : []),
       `--kubeconfig=${env.info.kubeconfigPath}`,
       '--log-level=info',
       ...extraArgs,
@@ -127,7 +143,7 @@ export async function startAdmission(env: TestEnv, extraArgs: string[] = []): Pr
     });
   });
   const url = (path: string) => `https://127.0.0.1:${port}${path}`;
-  const get = (path: string) => httpsGet(url(path), env.info.webhookCaPem);
+  const get = async (path: string) => httpsGet(url(path), await trustedCa());
   // Ready = certificate loaded and every cache synced.
   for (let i = 0; ; i++) {
     const r = await get('/readyz').catch(() => undefined);
@@ -198,10 +214,15 @@ export interface Registration {
  * Registers the four webhooks for one namespace, as the chart does in its out-of-cluster `url` mode:
  * validating Fail, mutating Ignore, v1 only, sideEffects None, pods only with the kdcluster label.
  */
-export async function registerWebhooks(env: TestEnv, svc: RunningAdmission): Promise<Registration> {
+export async function registerWebhooks(
+  env: TestEnv,
+  svc: Pick<RunningAdmission, 'url'>,
+  opts: { caBundle?: false } = {},
+): Promise<Registration> {
   const admission = env.kc.makeApiClient(AdmissionregistrationV1Api);
   const name = `kd-admission-${env.namespace}`;
-  const caBundle = Buffer.from(env.info.webhookCaPem).toString('base64');
+  // caBundle false: left out, for a certificate bootstrapper to fill in.
+  const caBundle = opts.caBundle === false ? undefined : Buffer.from(env.info.webhookCaPem).toString('base64');
   const common = {
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
     sideEffects: 'None',

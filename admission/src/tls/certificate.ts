@@ -15,6 +15,8 @@ export interface CertificateSource {
   /** Begins delivering certificates to `sink`; resolves after the first attempt (not necessarily a success). */
   start(sink: CertificateSink): Promise<void>;
   stop(): void;
+  /** Why the certificate being served is not valid (e.g. expired and not renewable); empty when it is. */
+  notReadyReasons?(): string[];
 }
 
 /** TLS 1.2 or newer, AEAD suites only (GCM, ChaCha20-Poly1305), forward secrecy. */

@@ -1,0 +1,274 @@
+/**
+ * BootstrapCertificateSource against an in-memory API (Secrets, webhook configurations, events) that
+ * applies JSON Patch `test` ops and create conflicts the way the API server does. Watching is off:
+ * each test drives reconcile() itself, and simulates the other replica by writing to the fake.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { createCA, createServingCert, inspectCertificate, isIssuedBy, splitPemBlocks } from '@kd-connections/certs';
+import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared';
+import { BootstrapCertificateSource } from '../src/tls/bootstrap-certificate-source.js';
+import { generateCertificates } from '../src/tls/certificate-generator.js';
+import type { SecretObject } from '../src/tls/bootstrap-plan.js';
+
+const NS = 'kd';
+const SECRET_PATH = `/api/v1/namespaces/${NS}/secrets`;
+const CONFIG = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hooks';
+
+interface Call {
+  method: string;
+  path: string;
+  status: number;
+}
+
+/** Just enough of the API server for the bootstrapper: one Secret, one validating configuration. */
+class FakeApi {
+  secret: SecretObject | undefined;
+  config = {
+    metadata: { name: 'hooks', resourceVersion: '1' },
+    webhooks: [{ name: 'a.example.com', clientConfig: { url: 'https://127.0.0.1:1/a' } as { caBundle?: string } }],
+  };
+  calls: Call[] = [];
+  events: EventInput[] = [];
+  private rv = 100;
+  /** Runs before a Secret write is applied: another replica writing first. */
+  beforeSecretWrite: (() => void) | undefined;
+
+  client(): KubeClient {
+    const call = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+      try {
+        const out = this.handle(method, path, body);
+        this.calls.push({ method, path, status: method === 'POST' ? 201 : 200 });
+        return structuredClone(out);
+      } catch (e) {
+        this.calls.push({ method, path, status: (e as KubeApiError).status });
+        throw e;
+      }
+    };
+    return {
+      get: (path: string) => call('GET', path),
+      request: (method: string, path: string, o: { body?: unknown } = {}) => call(method, path, o.body),
+      jsonPatch: (path: string, ops: unknown[]) => call('PATCH', path, ops),
+      close: () => undefined,
+    } as unknown as KubeClient;
+  }
+
+  private handle(method: string, path: string, body?: unknown): unknown {
+    const fail = (status: number, message: string) => new KubeApiError(status, 'Failure', message);
+    const testFailed = () => fail(422, 'the server rejected our request due to an error in our request');
+    const ops = body as { op: string; path: string; value: unknown }[];
+    const key = `${method} ${path}`;
+    if (key === `GET ${SECRET_PATH}/tls`) {
+      if (!this.secret) throw fail(404, 'not found');
+      return this.secret;
+    }
+    if (key === `POST ${SECRET_PATH}`) {
+      this.beforeSecretWrite?.();
+      if (this.secret) throw fail(409, 'secrets "tls" already exists');
+      this.secret = structuredClone(body) as SecretObject;
+      this.secret.metadata.resourceVersion = String(++this.rv);
+      this.secret.metadata.uid = 'uid-1';
+      return this.secret;
+    }
+    if (key === `PATCH ${SECRET_PATH}/tls`) {
+      this.beforeSecretWrite?.();
+      if (!this.secret) throw fail(404, 'not found');
+      const rv = ops.find((o) => o.op === 'test' && o.path === '/metadata/resourceVersion');
+      if (rv && rv.value !== this.secret.metadata.resourceVersion) throw testFailed();
+      if (this.secret.immutable) throw fail(422, 'data: Forbidden: field is immutable when `immutable` is set');
+      for (const o of ops)
+        if (o.op === 'add' && o.path === '/data') this.secret.data = o.value as Record<string, string>;
+      this.secret.metadata.resourceVersion = String(++this.rv);
+      return this.secret;
+    }
+    if (key === `GET ${CONFIG}`) return this.config;
+    if (key === `PATCH ${CONFIG}`) {
+      for (const o of ops.filter((x) => x.op === 'test')) {
+        const actual =
+          o.path === '/metadata/resourceVersion'
+            ? this.config.metadata.resourceVersion
+            : this.config.webhooks[Number(o.path.split('/')[2])]?.name;
+        if (actual !== o.value) throw testFailed();
+      }
+      for (const o of ops.filter((x) => x.op === 'add')) {
+        this.config.webhooks[Number(o.path.split('/')[2])]!.clientConfig.caBundle = o.value as string;
+      }
+      this.config.metadata.resourceVersion = String(++this.rv);
+      return this.config;
+    }
+    throw fail(500, `fake: no route for ${key}`);
+  }
+
+  secretWrites(): Call[] {
+    return this.calls.filter((c) => c.path.startsWith(SECRET_PATH) && c.method !== 'GET');
+  }
+
+  bundle(): string[] {
+    const pem = Buffer.from(this.config.webhooks[0]!.clientConfig.caBundle ?? '', 'base64').toString();
+    return splitPemBlocks(pem).map((b) => inspectCertificate(b.pem).fingerprint256);
+  }
+
+  secretPem(key: string): string {
+    return Buffer.from(this.secret?.data?.[key] ?? '', 'base64').toString();
+  }
+}
+
+class Sink {
+  installed: string[] = [];
+  setCertificate(certPem: string): void {
+    this.installed.push(inspectCertificate(certPem).fingerprint256);
+  }
+}
+
+const BITS = 1024;
+const fp = (pem: string) => inspectCertificate(pem).fingerprint256;
+
+function source(api: FakeApi, over: { servingLifetimeMs?: number; now?: () => Date } = {}) {
+  return new BootstrapCertificateSource({
+    client: api.client(),
+    secretNamespace: NS,
+    secretName: 'tls',
+    wanted: { service: { name: 'svc', namespace: NS }, ipAddresses: ['127.0.0.1'] },
+    webhookConfigurations: [{ kind: 'validating', name: 'hooks' }],
+    servingLifetimeMs: over.servingLifetimeMs ?? 3_600_000,
+    caLifetimeMs: 36_000_000,
+    log: silentLogger,
+    events: { record: (e: EventInput) => void api.events.push(e) },
+    identity: 'test-replica',
+    generate: async (req) => generateCertificates(req),
+    caPropagationDelayMs: 5,
+    watch: false,
+    keyBits: BITS,
+    ...(over.now ? { now: over.now } : {}),
+  });
+}
+
+/** A Secret as another replica would have written it. */
+function otherReplicasSecret(): SecretObject {
+  const ca = createCA({ keyBits: BITS, commonName: 'winner' });
+  const leaf = createServingCert({
+    ca,
+    service: { name: 'svc', namespace: NS },
+    ipAddresses: ['127.0.0.1'],
+    keyBits: BITS,
+  });
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  return {
+    metadata: { name: 'tls', namespace: NS, resourceVersion: '50', uid: 'uid-winner' },
+    type: 'kubernetes.io/tls',
+    data: {
+      'tls.crt': b64(leaf.certPem),
+      'tls.key': b64(leaf.keyPem),
+      'ca.crt': b64(ca.certPem),
+      'ca.key': b64(ca.keyPem),
+    },
+  };
+}
+
+describe('BootstrapCertificateSource', () => {
+  it('creates the Secret, publishing its CA before writing it, and serves the new pair', async () => {
+    const api = new FakeApi();
+    const sink = new Sink();
+    const src = source(api);
+    await src.start(sink);
+    src.stop();
+    expect(api.secret?.type).toBe('kubernetes.io/tls');
+    const ca = api.secretPem('ca.crt');
+    expect(isIssuedBy(api.secretPem('tls.crt'), ca)).toBe(true);
+    expect(api.secretPem('ca.key')).toContain('PRIVATE KEY');
+    expect(sink.installed).toEqual([fp(api.secretPem('tls.crt'))]);
+    expect(api.bundle()).toEqual([fp(ca)]);
+    // Trust before use: the configuration was patched before the Secret was created.
+    const order = api.calls
+      .filter((c) => c.method !== 'GET')
+      .map((c) => `${c.method} ${c.path === CONFIG ? 'config' : 'secret'}`);
+    expect(order).toEqual(['PATCH config', 'POST secret']);
+    expect(src.notReadyReasons()).toEqual([]);
+    expect(api.events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'CertificateCreated']]);
+  });
+
+  it('losing the create race: serves the winner Secret and withdraws its own CA', async () => {
+    const api = new FakeApi();
+    const winner = otherReplicasSecret();
+    api.beforeSecretWrite = () => {
+      api.beforeSecretWrite = undefined;
+      api.secret = winner;
+    };
+    const sink = new Sink();
+    const src = source(api);
+    await src.start(sink);
+    src.stop();
+    expect(api.secretWrites().map((c) => [c.method, c.status])).toEqual([['POST', 409]]);
+    expect(sink.installed).toEqual([fp(api.secretPem('tls.crt'))]);
+    expect(api.bundle()).toEqual([fp(api.secretPem('ca.crt'))]);
+    expect(src.notReadyReasons()).toEqual([]);
+  });
+
+  it('a renewal conflict means another replica renewed: no second write, their pair is served', async () => {
+    const api = new FakeApi();
+    let now = new Date();
+    const sink = new Sink();
+    const src = source(api, { servingLifetimeMs: 60_000, now: () => now });
+    await src.start(sink);
+    const created = api.secretPem('tls.crt');
+    // 50 s later the 60 s certificate is due; another replica renews first (same CA, new leaf).
+    now = new Date(now.getTime() + 50_000);
+    const theirs = generateCertificates({
+      ca: { certPem: api.secretPem('ca.crt'), keyPem: api.secretPem('ca.key') },
+      caLifetimeMs: 36_000_000,
+      servingLifetimeMs: 60_000,
+      service: { name: 'svc', namespace: NS },
+      dnsNames: [],
+      ipAddresses: ['127.0.0.1'],
+      keyBits: BITS,
+      now,
+    });
+    api.beforeSecretWrite = () => {
+      api.beforeSecretWrite = undefined;
+      api.secret!.data!['tls.crt'] = Buffer.from(theirs.serving.certPem).toString('base64');
+      api.secret!.data!['tls.key'] = Buffer.from(theirs.serving.keyPem).toString('base64');
+      api.secret!.metadata.resourceVersion = '999';
+    };
+    await src.reconcile();
+    src.stop();
+    expect(api.secretWrites().map((c) => [c.method, c.status])).toEqual([
+      ['POST', 201],
+      ['PATCH', 422],
+    ]);
+    expect(sink.installed).toEqual([fp(created), fp(theirs.serving.certPem)]);
+  });
+
+  it('an immutable broken Secret: reported, retried, not ready once the served certificate expires', async () => {
+    const api = new FakeApi();
+    let now = new Date();
+    const sink = new Sink();
+    const src = source(api, { servingLifetimeMs: 60_000, now: () => now });
+    await src.start(sink);
+    api.secret!.immutable = true;
+    api.secret!.data!['tls.crt'] = Buffer.from('garbage').toString('base64');
+    await src.reconcile();
+    expect(api.secretWrites().map((c) => [c.method, c.status])).toEqual([['POST', 201]]); // no write attempted
+    expect(src.notReadyReasons()).toEqual([]); // the pair in use is still valid
+    const warnings = api.events.filter((e) => e.type === 'Warning').map((e) => e.reason);
+    expect(warnings).toEqual(['CertificateSecretInvalid', 'CertificateBootstrapFailed']);
+    expect(api.events.find((e) => e.reason === 'CertificateBootstrapFailed')!.note).toMatch(
+      /immutable .* delete it and it is created again/,
+    );
+    now = new Date(now.getTime() + 61_000);
+    const reasons = src.notReadyReasons();
+    src.stop();
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toMatch(/^serving certificate expired at .*: Secret kd\/tls is immutable/);
+    expect(sink.installed).toHaveLength(1);
+  });
+
+  it('puts the CA back when the configuration lost its caBundle (e.g. a helm upgrade), without writing the Secret', async () => {
+    const api = new FakeApi();
+    const src = source(api);
+    await src.start(new Sink());
+    delete api.config.webhooks[0]!.clientConfig.caBundle;
+    await src.reconcile();
+    src.stop();
+    expect(api.bundle()).toEqual([fp(api.secretPem('ca.crt'))]);
+    expect(api.secretWrites()).toHaveLength(1);
+  });
+});

@@ -1,0 +1,156 @@
+/**
+ * Certificate rotation without downtime, on the real control plane: two bootstrap-mode replicas behind
+ * a loopback balancer, 45 s serving certificates (renewed after ~28 s), and a client that keeps sending
+ * admissions through the API server while the serving certificate and then the CA are replaced.
+ * Every admission must succeed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { useTestEnv } from '../support/cluster.js';
+import { writes } from '../support/audit.js';
+import { eventually } from '../support/processes.js';
+import {
+  installCrds,
+  must,
+  registerWebhooks,
+  waitUntilLive,
+  type Registration,
+  type RunningAdmission,
+} from './admission-service.js';
+import {
+  caBundles,
+  counterSum,
+  readTlsSecret,
+  served,
+  servesLeafOf,
+  startBalancer,
+  startBootstrapReplicas,
+  startLoad,
+  type Balancer,
+} from './admission-certs-support.js';
+
+const env = useTestEnv();
+const SECRET = 'rotating-tls';
+let balancer: Balancer;
+let hooks: Registration | undefined;
+let replicas: RunningAdmission[] = [];
+
+beforeAll(async () => {
+  await installCrds(env);
+  balancer = await startBalancer();
+  hooks = await registerWebhooks(env, { url: (p) => `https://127.0.0.1:${balancer.port}${p}` }, { caBundle: false });
+  replicas = await startBootstrapReplicas(env, 2, {
+    secretName: SECRET,
+    configuration: hooks.name,
+    servingLifetime: '45s',
+  });
+  balancer.setBackends(replicas.map((r) => r.port));
+  const { ca } = await readTlsSecret(env, SECRET);
+  await eventually(
+    'caBundle is the Secret CA',
+    async () => (await caBundles(env, hooks!.name)).every((b) => b.length === 1 && b[0] === ca),
+    60_000,
+  );
+  await waitUntilLive(env);
+}, 120_000);
+
+afterAll(async () => {
+  await hooks?.remove();
+  await Promise.all(replicas.map((r) => r.stop()));
+  await balancer?.close();
+});
+
+const RECYCLED = 'kd_admission_tls_connections_recycled_total';
+
+describe('rotation under load', () => {
+  it('renews a serving certificate about to expire with zero failed admissions', async () => {
+    const before = await readTlsSecret(env, SECRET);
+    const since = new Date();
+    const recycledBefore = await counterSum(replicas, RECYCLED);
+    const load = startLoad(env, { maxRequests: 4000, maxMs: 150_000, pauseMs: 20 });
+    const seen = new Set([before.tls]);
+    const rotated = await eventually(
+      'serving certificate renewed and served by both replicas',
+      async () => {
+        const s = await readTlsSecret(env, SECRET);
+        seen.add(s.tls);
+        if (s.tls === before.tls) return undefined;
+        const fps = await Promise.all(replicas.map((r) => served(r.port).then((x) => x.fingerprint)));
+        return fps.every((f) => f === s.tls) ? s : undefined;
+      },
+      90_000,
+      500,
+    );
+    const until = new Date();
+    const mark = load.sent();
+    await eventually('admissions after the renewal', () => load.sent() >= mark + 40, 60_000, 50);
+    const result = await load.stop();
+    expect(result.failures).toEqual([]);
+    expect(result.endedBy).toBe('stop');
+    expect(result.sent).toBeGreaterThan(40);
+    // Serving certificate only: same CA, nothing else to publish.
+    expect(rotated.ca).toBe(before.ca);
+    expect(rotated.previousCAs).toEqual([]);
+    // One successful write per renewal, though both replicas' timers fire together: the loser's
+    // conditional patch fails and it serves the winner's certificate.
+    const patches = writes(env.info.auditLogPath, { namespace: env.namespace, since, succeeded: true }).filter(
+      (e) =>
+        e.objectRef?.resource === 'secrets' &&
+        e.objectRef.name === SECRET &&
+        new Date(e.requestReceivedTimestamp) < until,
+    );
+    expect(patches.map((e) => e.verb)).toEqual(Array(seen.size - 1).fill('patch'));
+    // The API server's kept-alive connections were told to reconnect, so it verified the new certificate.
+    expect(await counterSum(replicas, RECYCLED)).toBeGreaterThan(recycledBefore);
+  }, 180_000);
+
+  it('rotates the CA with zero failed admissions, publishing old and new CA until the old leaf expired', async () => {
+    const before = await readTlsSecret(env, SECRET);
+    const load = startLoad(env, { maxRequests: 6000, maxMs: 170_000, pauseMs: 20 });
+    await eventually('load running', () => load.sent() >= 10, 30_000, 50);
+    // Losing the CA (or its key) forces a new one; the serving certificate still in use is signed by the old.
+    must(
+      await env.kubectl([
+        'patch',
+        'secret',
+        SECRET,
+        '--type=json',
+        '-p',
+        JSON.stringify([
+          { op: 'remove', path: '/data/ca.crt' },
+          { op: 'remove', path: '/data/ca.key' },
+        ]),
+      ]),
+      'remove the CA from the Secret',
+    );
+    const rotated = await eventually(
+      'new CA in the Secret, old and new in every caBundle, new leaf served by both replicas',
+      async () => {
+        const s = await readTlsSecret(env, SECRET);
+        if (!s.ca || s.ca === before.ca) return undefined;
+        const bundles = await caBundles(env, hooks!.name);
+        if (!bundles.every((b) => b[0] === s.ca && b.includes(before.ca!))) return undefined;
+        const leaves = await Promise.all(replicas.map((r) => servesLeafOf(r.port, s.caPem)));
+        return leaves.every(Boolean) ? s : undefined;
+      },
+      60_000,
+      300,
+    );
+    expect(rotated.previousCAs).toEqual([before.ca]);
+    // The old leaf expires within 45 s; then the old CA leaves every caBundle.
+    await eventually(
+      'old CA gone from every caBundle',
+      async () => (await caBundles(env, hooks!.name)).every((b) => b.length === 1 && b[0] === rotated.ca),
+      110_000,
+      500,
+    );
+    const mark = load.sent();
+    await eventually('admissions after the old CA was dropped', () => load.sent() >= mark + 40, 60_000, 50);
+    const result = await load.stop();
+    expect(result.failures).toEqual([]);
+    expect(result.endedBy).toBe('stop');
+    const after = await readTlsSecret(env, SECRET);
+    expect(after.ca).toBe(rotated.ca);
+    const fps = await Promise.all(replicas.map((r) => servesLeafOf(r.port, after.caPem)));
+    expect(fps).toEqual([true, true]);
+  }, 240_000);
+});
