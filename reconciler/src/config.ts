@@ -38,6 +38,24 @@ export const RECONCILER_FLAGS = {
     env: 'KD_LEASE_NAMESPACE',
     help: 'namespace of the Lease; default: the pod namespace',
   },
+  'lease-duration': {
+    type: 'string',
+    env: 'KD_LEASE_DURATION',
+    default: '15s',
+    help: 'how long the Lease holds without renewal: a standby takes over this long after the leader stops renewing (whole seconds, e.g. 15s)',
+  },
+  'renew-deadline': {
+    type: 'string',
+    env: 'KD_RENEW_DEADLINE',
+    default: '10s',
+    help: 'the leader steps down when it could not renew for this long; below --lease-duration',
+  },
+  'retry-period': {
+    type: 'string',
+    env: 'KD_RETRY_PERIOD',
+    default: '2s',
+    help: 'interval between acquire/renew attempts; below --renew-deadline / 1.2',
+  },
   identity: {
     type: 'string',
     env: 'KD_IDENTITY',
@@ -91,6 +109,9 @@ export interface ReconcilerConfig {
   leaderElect: boolean;
   leaseName: string;
   leaseNamespace: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
   identity: string;
   secretConnections: boolean;
   inlineSecretValues: boolean;
@@ -108,6 +129,15 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   const [host, port] = splitHostPort(f['metrics-bind-address']);
   if (f.concurrency < 1 || f['pod-concurrency'] < 1)
     throw new Error('--concurrency and --pod-concurrency must be at least 1');
+  const leaseDurationMs = parseDuration('--lease-duration', f['lease-duration']);
+  const renewDeadlineMs = parseDuration('--renew-deadline', f['renew-deadline']);
+  const retryPeriodMs = parseDuration('--retry-period', f['retry-period']);
+  // A Lease counts whole seconds; client-go's rules keep a leader from outliving its lease.
+  if (leaseDurationMs < 1000 || leaseDurationMs % 1000 !== 0)
+    throw new Error(`--lease-duration: "${f['lease-duration']}" must be a whole number of seconds, at least 1s`);
+  if (renewDeadlineMs >= leaseDurationMs) throw new Error('--renew-deadline must be less than --lease-duration');
+  if (retryPeriodMs * 1.2 >= renewDeadlineMs)
+    throw new Error('--retry-period × 1.2 must be less than --renew-deadline');
   return {
     kubeconfig: f.kubeconfig || undefined,
     namespaces: f.namespaces,
@@ -117,6 +147,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     leaderElect: f['leader-elect'],
     leaseName: f['lease-name'],
     leaseNamespace: f['lease-namespace'] || podNs,
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
     identity: f.identity || `${hostname()}-${randomBytes(3).toString('hex')}`,
     secretConnections: f['secret-connections'],
     inlineSecretValues: f['inline-secret-values'],
@@ -127,6 +160,19 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     watchTimeoutSeconds: f['watch-timeout-seconds'],
     logLevel: parseLogLevel(f['log-level']),
   };
+}
+
+/** A Go-style duration: "15s", "1500ms", "1m30s" (units h, m, s, ms; a plain number means seconds). */
+export function parseDuration(flag: string, v: string): number {
+  const t = v.trim();
+  if (/^\d+$/.test(t)) return Number(t) * 1000;
+  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+  const parts = [...t.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== t)
+    throw new Error(`${flag}: "${v}" is not a duration (e.g. 15s, 1500ms, 1m30s)`);
+  const ms = parts.reduce((n, p) => n + Number(p[1]) * unit[p[2]!]!, 0);
+  if (ms <= 0) throw new Error(`${flag}: "${v}" must be positive`);
+  return Math.round(ms);
 }
 
 function splitHostPort(v: string): [string, number] {

@@ -21,7 +21,7 @@ import {
 import { Caches, INDEX_CLUSTERS_BY_APP, type CachedPod } from './caches.js';
 import type { ReconcilerConfig } from './config.js';
 import type { ReconcilerMetrics, WriteKind } from './metrics.js';
-import { Expectations } from './expectations.js';
+import { Expectations, rvAtLeast } from './expectations.js';
 import { reconcileCluster, RetryableError, writeKey, type Writes } from './reconcile.js';
 import { WorkQueue } from './work-queue.js';
 
@@ -176,11 +176,17 @@ export class Controller {
     };
     const kd = (ns: string, name: string) => `/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`;
     const fm = { fieldManager: 'kd-connections-reconciler' };
+    // The watch can deliver a write (or a later one) before its answer arrives here; the cache then
+    // already holds that version, and expecting it would hold reconciles back until the expectation expires.
     const expectCluster = (c: KDCluster) => {
-      this.expectations.expect(
-        writeKey('kdcluster', objectKey(c.metadata.namespace, c.metadata.name)),
-        c.metadata.resourceVersion,
-      );
+      const rv = c.metadata.resourceVersion;
+      if (
+        !rvAtLeast(
+          this.caches.clusters.get(c.metadata.namespace ?? '', c.metadata.name ?? '')?.metadata.resourceVersion,
+          rv,
+        )
+      )
+        this.expectations.expect(writeKey('kdcluster', objectKey(c.metadata.namespace, c.metadata.name)), rv);
       return c;
     };
     return {
@@ -199,7 +205,9 @@ export class Controller {
             ops,
             { query: fm },
           );
-          this.expectations.expect(writeKey('pod', objectKey(ns, name)), pod.metadata.resourceVersion);
+          const rv = pod.metadata.resourceVersion;
+          if (!rvAtLeast(this.caches.pods.get(ns, name)?.metadata.resourceVersion, rv))
+            this.expectations.expect(writeKey('pod', objectKey(ns, name)), rv);
           return pod.metadata.resourceVersion;
         }),
     };

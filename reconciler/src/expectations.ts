@@ -6,6 +6,16 @@
  * its objects is still expected. Expectations expire after a while, so a lost watch event (a relist
  * that skipped past the version) delays work but never stalls it.
  */
+/**
+ * Whether resourceVersion `a` is at least `b`. Kubernetes 1.35+ makes resourceVersions comparable as
+ * decimal integers (KEP-5504); anything else is only compared for equality.
+ */
+export function rvAtLeast(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined) return false;
+  if (/^\d+$/.test(a) && /^\d+$/.test(b)) return BigInt(a) >= BigInt(b);
+  return a === b;
+}
+
 export class Expectations {
   private readonly pending = new Map<string, { rv: string; until: number }>();
 
@@ -22,7 +32,7 @@ export class Expectations {
   /** The cache now holds `resourceVersion` of `objectKey` (or the object is gone: pass undefined). */
   observe(objectKey: string, resourceVersion: string | undefined): void {
     const p = this.pending.get(objectKey);
-    if (p && (resourceVersion === undefined || p.rv === resourceVersion)) this.pending.delete(objectKey);
+    if (p && (resourceVersion === undefined || rvAtLeast(resourceVersion, p.rv))) this.pending.delete(objectKey);
   }
 
   /** Milliseconds until the last of these objects stops being expected (0: none pending). */

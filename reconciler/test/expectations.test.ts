@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { Expectations } from '../src/expectations.js';
+import { Expectations, rvAtLeast } from '../src/expectations.js';
 
 describe('Expectations', () => {
   it('holds a key until the written resourceVersion is observed', () => {
@@ -35,6 +35,24 @@ describe('Expectations', () => {
   it('ignores writes without a resourceVersion', () => {
     const e = new Expectations();
     e.expect('pod:ns/a', undefined);
+    expect(e.waitFor(['pod:ns/a'])).toBe(0);
+  });
+});
+
+describe('rvAtLeast', () => {
+  it('compares decimal resourceVersions as numbers and anything else for equality', () => {
+    expect(rvAtLeast('10', '9')).toBe(true);
+    expect(rvAtLeast('9', '10')).toBe(false);
+    expect(rvAtLeast('123456789012345678901', '123456789012345678900')).toBe(true);
+    expect(rvAtLeast('abc', 'abc')).toBe(true);
+    expect(rvAtLeast('abd', 'abc')).toBe(false);
+    expect(rvAtLeast(undefined, '1')).toBe(false);
+  });
+
+  it('a later version observed also clears an expectation (the cache moved past our write)', () => {
+    const e = new Expectations();
+    e.expect('pod:ns/a', '42');
+    e.observe('pod:ns/a', '45');
     expect(e.waitFor(['pod:ns/a'])).toBe(0);
   });
 });

@@ -1,0 +1,172 @@
+/**
+ * Fault: the leader reconciler is killed in the middle of a fan-out (issue 9, reliability §7 "leader
+ * killed mid-fan-out: new leader finishes, no duplicate notify for the same generation, no lost one").
+ * Two reconcilers with leader election (a short lease through --lease-duration/--renew-deadline/
+ * --retry-period), 30 clusters × 3 member pods connected to one ConfigMap. The ConfigMap is edited; once
+ * the leader has patched some but not all pods it is frozen (SIGSTOP, to pin the moment and check the
+ * partial state) and killed (SIGKILL: no lease release, no cleanup). The standby must take over when the
+ * lease expires and finish: every cluster's generator rose by exactly one, every pod holds that
+ * generator and the new content, each bump and each pod patch happened exactly once across both.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { KubeClient } from '@kd-connections/shared';
+import { useTestEnv } from '../support/cluster.js';
+import { ensureCrds } from '../support/crds.js';
+import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';
+import { eventually, startService } from '../support/processes.js';
+import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
+import {
+  clusterStates,
+  converged,
+  reconcilerWrites,
+  testClient,
+  waitQuiet,
+  waitReady,
+} from '../support/reconciler-state.js';
+
+const env = useTestEnv();
+let client: KubeClient;
+let leader: ReconcilerProcess;
+let standby: ReconcilerProcess;
+
+const CLUSTERS = Array.from({ length: 30 }, (_, i) => `f${String(i).padStart(2, '0')}`);
+const PODS = 3;
+const TOTAL_PODS = CLUSTERS.length * PODS;
+// A 5 s lease instead of 15 s keeps the test short; the mechanism is the same. One cluster at a time
+// and one pod patch at a time per cluster stretch the fan-out so the kill lands in its middle.
+const ARGS = [
+  '--lease-duration=5s',
+  '--renew-deadline=3s',
+  '--retry-period=1s',
+  '--concurrency=1',
+  '--pod-concurrency=1',
+];
+
+beforeAll(async () => {
+  client = testClient(env);
+  await ensureCrds(env);
+  await apply(env, [
+    kdApp('fan', { category: 'training', roles: ['worker'] }),
+    configMap('shared', { v: '1' }, 'settings'),
+    ...CLUSTERS.map((c) => kdCluster(c, 'fan', { configmaps: ['shared'] }, ['worker'])),
+    ...CLUSTERS.flatMap((c) => Array.from({ length: PODS }, (_, j) => memberPod(`${c}-${j}`, c, 'worker'))),
+  ]);
+  leader = await startReconciler(env, { identity: 'leader-a', args: ARGS });
+  await leader.waitForLog((l) => l.msg === 'became leader', 60_000);
+  standby = await startReconciler(env, { identity: 'standby-b', args: ARGS });
+  await waitReady(standby);
+  await eventually(
+    'first delivery to every pod',
+    async () => [...(await clusterStates(env, client)).values()].every(converged),
+    90_000,
+  );
+  await waitQuiet([leader, standby]);
+}, 240_000);
+
+afterAll(async () => {
+  await leader?.stop('SIGKILL');
+  await standby?.stop();
+  client?.close();
+});
+
+describe('the leader killed mid-fan-out', () => {
+  it('the standby takes over after the lease expires; no generator is skipped or repeated, no pod patched twice', async () => {
+    expect(standby.logs().some((l) => l.msg === 'became leader')).toBe(false);
+    const before = await clusterStates(env, client);
+    expect([...before.values()].map((c) => c.generator)).toEqual(CLUSTERS.map(() => 0));
+
+    const podWrites = () => leader.metric('kd_reconciler_api_writes_total', { kind: 'pod', result: 'ok' });
+    const base = await podWrites();
+    const since = new Date();
+    await client.jsonPatch(`/api/v1/namespaces/${env.namespace}/configmaps/shared`, [
+      { op: 'replace', path: '/data/v', value: '2' },
+    ]);
+    // Freeze the leader as soon as it has patched a few pods of this fan-out.
+    const frozenAfter = await eventually(
+      'leader started the fan-out',
+      async () => {
+        const n = (await podWrites()) - base;
+        if (n < 10) return undefined;
+        leader.child.kill('SIGSTOP');
+        return n;
+      },
+      60_000,
+      5,
+    );
+    const frozen = await clusterStates(env, client);
+    leader.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    const atNew = [...frozen.values()].flatMap((c) => c.pods).filter((p) => p.generator === '1').length;
+    const bumped = [...frozen.values()].filter((c) => c.generator === 1).length;
+    // Mid-fan-out for real: some pods hold the new generator, others do not yet.
+    expect(atNew).toBeGreaterThan(0);
+    expect(atNew).toBeLessThan(TOTAL_PODS);
+
+    const tookOver = await standby.waitForLog((l) => l.msg === 'became leader', 30_000);
+    const takeoverMs = Date.parse(String(tookOver.time)) - killedAt;
+    const final = await eventually(
+      'every pod holds the new configmeta',
+      async () => {
+        const s = await clusterStates(env, client);
+        return [...s.values()].every(
+          (c) => converged(c) && c.pods.every((p) => p.doc.connections.configmaps.settings[0].data.v === '2'),
+        )
+          ? s
+          : undefined;
+      },
+      60_000,
+    );
+    const doneAt = Date.now();
+    await waitQuiet([standby]);
+
+    // No generator skipped or repeated: each cluster rose by exactly one, and that is what its pods and
+    // its status hold.
+    for (const c of final.values()) {
+      expect(c.generator).toBe(before.get(c.name)!.generator + 1);
+      expect(c.status.lastConfigMetaGenerator).toBe(c.generator);
+      expect(c.pods.map((p) => p.generator)).toEqual(c.pods.map(() => String(c.generator)));
+    }
+    // The witness outside both processes: exactly one successful bump per cluster and one successful
+    // patch per pod across the two reconcilers; the standby wrote nothing before the leader died.
+    const w = reconcilerWrites(env, since, { events: false });
+    const ok = w.filter((e) => (e.responseStatus?.code ?? 0) < 300);
+    const names = (resource: string) =>
+      ok.filter((e) => e.objectRef?.resource === resource && !e.objectRef.subresource).map((e) => e.objectRef!.name);
+    expect(names('kubedirectorclusters').sort()).toEqual(CLUSTERS);
+    expect(names('pods').sort()).toEqual(CLUSTERS.flatMap((c) => Array.from({ length: PODS }, (_, j) => `${c}-${j}`)));
+    const byStandby = w.filter((e) => e.userAgent?.includes('standby-b'));
+    const byLeader = w.filter((e) => e.userAgent?.includes('leader-a'));
+    expect(byStandby.length).toBeGreaterThan(0);
+    expect(byStandby.filter((e) => Date.parse(e.requestReceivedTimestamp) < killedAt)).toEqual([]);
+    // The Lease records the new holder with the configured duration.
+    const lease = await client.get<any>(
+      `/apis/coordination.k8s.io/v1/namespaces/${env.namespace}/leases/kd-connections-reconciler`,
+    );
+    expect(lease.spec).toMatchObject({ holderIdentity: 'standby-b', leaseDurationSeconds: 5 });
+
+    console.log(
+      JSON.stringify({
+        leaderPodWritesWhenFrozen: frozenAfter,
+        podsAtNewGeneratorWhenKilled: atNew,
+        clustersBumpedWhenKilled: bumped,
+        takeoverAfterKillMs: takeoverMs,
+        allPodsCurrentAfterKillMs: doneAt - killedAt,
+        writesByLeader: byLeader.length,
+        writesByStandby: byStandby.length,
+        failedWrites: w.filter((e) => (e.responseStatus?.code ?? 0) >= 300).length,
+        leaseTransitions: lease.spec.leaseTransitions,
+      }),
+    );
+  }, 180_000);
+
+  it('refuses lease timings that would let a leader outlive its lease', async () => {
+    const p = startService('reconciler/dist/main.js', [
+      `--kubeconfig=${env.info.kubeconfigPath}`,
+      '--lease-duration=5s',
+      '--renew-deadline=5s',
+    ]);
+    await eventually('exited at once', () => p.exited, 15_000);
+    expect(await p.stop()).toBe(2);
+    expect(p.output()).toContain('--renew-deadline must be less than --lease-duration');
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * A control plane of one test file's own, for fault tests that stop, compact or restart it (the shared
+ * one must stay up for every other file). It offers the same TestEnv surface as useTestEnv, plus the
+ * ControlPlane handle (stopApiServer/startApiServer, etcdUrl, auditLogPath). Started in beforeAll and
+ * stopped in afterAll of the calling file.
+ */
+import { afterAll, beforeAll, expect } from '@jest/globals';
+import { basename } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { startControlPlane, type ControlPlane, type StartOptions } from '../controlplane/controlplane.js';
+import { namespaceName, run, type TestEnv } from './cluster.js';
+
+export interface DedicatedTestEnv extends TestEnv {
+  readonly cp: ControlPlane;
+}
+
+export function useDedicatedControlPlane(
+  opts: StartOptions = {},
+  seed = basename(expect.getState().testPath ?? 'test'),
+): DedicatedTestEnv {
+  let cp: ControlPlane | undefined;
+  let kc: KubeConfig | undefined;
+  const namespace = namespaceName(seed);
+  beforeAll(async () => {
+    cp = await startControlPlane(opts);
+    kc = new KubeConfig();
+    kc.loadFromFile(cp.kubeconfigPath);
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: namespace, labels: { 'kd-test': 'true' } } } });
+  }, 180_000);
+  afterAll(async () => {
+    await cp?.stop();
+  }, 60_000);
+  const need = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error('useDedicatedControlPlane() values are available inside tests and hooks only');
+    return v;
+  };
+  return {
+    get cp() {
+      return need(cp);
+    },
+    get info() {
+      return need(cp).info();
+    },
+    get kc() {
+      return need(kc);
+    },
+    namespace,
+    kubectl(args, o = {}) {
+      const i = need(cp);
+      const ns = o.namespace === false ? [] : ['--namespace', o.namespace ?? namespace];
+      return run(i.binDir.kubectl, ['--kubeconfig', i.kubeconfigPath, ...ns, ...args], { input: o.input });
+    },
+    helm() {
+      throw new Error('helm is not available on a dedicated control plane');
+    },
+  };
+}
