@@ -12,6 +12,7 @@ import {
   annotationsSize,
   errorStatus,
   Informer,
+  secretDataHash,
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
   LABEL_CM_TYPE,
@@ -88,6 +89,7 @@ export function trimSecret(inlineValues: boolean): (o: KubeObject) => SecretLike
     return {
       metadata: trimMeta(s.metadata) as SecretLike['metadata'],
       keys: Object.keys(data).sort(),
+      dataHash: secretDataHash(s.metadata.uid, data),
       ...(inlineValues ? { data: { ...data } } : {}),
     };
   };

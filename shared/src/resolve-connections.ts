@@ -2,8 +2,9 @@
  * Step 1 and 2 of a reconcile (DESIGN §5): resolve every connection to a state, keep the ones pods may
  * see (fail closed: forbidden or unlabeled objects are left out and reported), and hash what the pods
  * will see from them. The hash covers ConfigMap content, a connected cluster's own configmeta without
- * its connections, and for Secrets their uid + resourceVersion — never Secret values, so no digest of a
- * secret value ever reaches the status.
+ * its connections, and for Secrets what configmeta shows of them plus a salted digest of their data
+ * (SecretLike.dataHash) — never the values themselves. A metadata-only write to a Secret (a new
+ * resourceVersion, the same data and labels) changes nothing.
  */
 import { describeAllowed, describeApp, isConnectable } from './connectable.js';
 import { connectionSets } from './connection-sets.js';
@@ -152,13 +153,13 @@ export async function resolveConnections(
       add('Secret', name, 'Unlabeled', `secret "${name}" lacks label ${LABEL_SECRET_TYPE}`);
     else {
       connected.secrets.push(s);
-      const { uid, resourceVersion } = s.metadata;
+      const { uid } = s.metadata;
       add(
         'Secret',
         name,
         'Connected',
         undefined,
-        contentHash({ entry: renderSecretEntry(s, {}), uid, resourceVersion }),
+        contentHash({ entry: renderSecretEntry(s, {}), uid, dataHash: s.dataHash }),
       );
     }
   }

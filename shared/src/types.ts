@@ -203,12 +203,17 @@ export interface ConfigMapLike {
 }
 
 /**
- * A Secret as the reconciler keeps it: keys only, unless values are explicitly inlined.
- * Values never enter a hash (the connection hash uses uid + resourceVersion for Secrets).
+ * A Secret as the reconciler keeps it: keys and a digest of the values, plus the values themselves
+ * only when inlining was opted into.
  */
 export interface SecretLike {
   metadata: ObjectMeta;
   keys: string[];
+  /**
+   * sha256 over the uid and the canonical data (see secretDataHash): lets a value change trigger a
+   * regeneration while a metadata-only write (managedFields, a server-side apply switch) does not.
+   */
+  dataHash?: string;
   /** base64 values, present only when inlining was opted into. */
   data?: Record<string, string>;
 }

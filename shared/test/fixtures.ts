@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { AppLookup } from '../src/validate-kdapp.js';
+import { secretDataHash } from '../src/hash.js';
 import type { World } from '../src/resolve-connections.js';
 import {
   API_VERSION,
@@ -128,19 +129,20 @@ export function secret(
     ...(opts.labels ?? {}),
     ...(secretType !== undefined ? { [LABEL_SECRET_TYPE]: secretType } : {}),
   };
+  const uid = uidFor('Secret', namespace, name);
+  const data = Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
   return {
     metadata: {
       name,
       namespace,
-      uid: uidFor('Secret', namespace, name),
+      uid,
       resourceVersion: opts.resourceVersion ?? '400',
       ...(Object.keys(labels).length > 0 ? { labels } : {}),
       ...(opts.annotations ? { annotations: opts.annotations } : {}),
     },
     keys: Object.keys(plain),
-    ...(opts.withValues
-      ? { data: Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) }
-      : {}),
+    dataHash: secretDataHash(uid, data),
+    ...(opts.withValues ? { data } : {}),
   };
 }
 

@@ -131,13 +131,13 @@ describe('resolveConnections: the hash covers what pods see', () => {
     expect(h2).not.toBe(h1);
   });
 
-  it('changes when a connected object disappears or a Secret is rewritten (new resourceVersion)', async () => {
+  it("changes when a connected object disappears or a Secret's values change", async () => {
     const w = world();
     const h0 = await hashIn(w);
     w.configMaps.delete(`${NS}/cm`);
     expect(await hashIn(w)).not.toBe(h0);
     const w2 = world();
-    w2.addSecret(secret('s', 'db', { password: 'other' }, { resourceVersion: '401' }));
+    w2.addSecret(secret('s', 'db', { password: 'other' }));
     expect(await hashIn(w2)).not.toBe(h0);
   });
 
@@ -161,14 +161,20 @@ describe('resolveConnections: the hash covers what pods see', () => {
     expect(await hashIn(w)).toBe(h0);
   });
 
-  it('never depends on Secret values (only keys, uid and resourceVersion)', async () => {
-    const without = world();
-    const withValues = world().addSecret(secret('s', 'db', { password: 'hunter2' }, { withValues: true }));
-    const otherValue = world().addSecret(secret('s', 'db', { password: 'swordfish' }, { withValues: true }));
-    const h = await hashIn(without);
-    expect(await hashIn(withValues)).toBe(h);
-    expect(await hashIn(otherValue)).toBe(h);
-    const r = await resolveConnections(nb(all), OWN, withValues, { ...OPTS, inlineSecretValues: true });
-    expect(JSON.stringify(r.statuses)).not.toContain(Buffer.from('hunter2').toString('base64'));
+  it('sees Secret values only through the salted digest, never as values, and ignores metadata-only writes', async () => {
+    const base = world().addSecret(secret('s', 'db', { password: 'hunter2' }, { withValues: true }));
+    const h = await hashIn(base);
+    // A metadata-only write (new resourceVersion, same data and labels): no regeneration.
+    expect(
+      await hashIn(world().addSecret(secret('s', 'db', { password: 'hunter2' }, { resourceVersion: '999' }))),
+    ).toBe(h);
+    // Inlining or not does not change what is hashed.
+    expect(await hashIn(world().addSecret(secret('s', 'db', { password: 'hunter2' })))).toBe(h);
+    // Another value: another hash.
+    expect(await hashIn(world().addSecret(secret('s', 'db', { password: 'swordfish' })))).not.toBe(h);
+    const r = await resolveConnections(nb(all), OWN, base, { ...OPTS, inlineSecretValues: true });
+    const shown = JSON.stringify(r.statuses);
+    expect(shown).not.toContain('hunter2');
+    expect(shown).not.toContain(Buffer.from('hunter2').toString('base64'));
   });
 });

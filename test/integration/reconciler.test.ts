@@ -195,6 +195,25 @@ describe('a connected Secret changes', () => {
     }
     expect(JSON.stringify(await status('a'))).not.toContain('rotated-secret-value-2');
   });
+
+  it('a metadata-only write to the Secret (a server-side apply taking over its fields) changes nothing', async () => {
+    await eventually('a settled', () => synced('a'));
+    const g = await generator('a');
+    const before = await getJson(env, ['secret', 'creds']);
+    const same = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'creds', labels: before.metadata.labels },
+      data: before.data,
+    };
+    await kubectlOk(env, ['apply', '--server-side', '--force-conflicts', '--field-manager=gitops', '-f', '-'], {
+      input: JSON.stringify(same),
+    });
+    const after = await getJson(env, ['secret', 'creds']);
+    expect(after.metadata.resourceVersion).not.toBe(before.metadata.resourceVersion); // managedFields moved
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await generator('a')).toBe(g);
+  });
 });
 
 describe('a connected cluster changes', () => {
