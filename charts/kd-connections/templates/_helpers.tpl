@@ -1,0 +1,260 @@
+{{/* Names ---------------------------------------------------------------------------------------- */}}
+
+{{- define "kd.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Object names get suffixes of up to 19 characters ("-reconciler-metrics"), so the base stays at 44. */}}
+{{- define "kd.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 44 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 44 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 44 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.admission.fullname" -}}{{ include "kd.fullname" . }}-admission{{- end -}}
+{{- define "kd.reconciler.fullname" -}}{{ include "kd.fullname" . }}-reconciler{{- end -}}
+{{- define "kd.webhook.name" -}}{{ include "kd.fullname" . }}{{- end -}}
+{{- define "kd.lease.name" -}}{{ include "kd.reconciler.fullname" . }}{{- end -}}
+
+{{- define "kd.admission.serviceAccountName" -}}
+{{- if .Values.admission.serviceAccount.create -}}
+{{- default (include "kd.admission.fullname" .) .Values.admission.serviceAccount.name -}}
+{{- else -}}
+{{- required "admission.serviceAccount.name is required when admission.serviceAccount.create is false" .Values.admission.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.reconciler.serviceAccountName" -}}
+{{- if .Values.reconciler.serviceAccount.create -}}
+{{- default (include "kd.reconciler.fullname" .) .Values.reconciler.serviceAccount.name -}}
+{{- else -}}
+{{- required "reconciler.serviceAccount.name is required when reconciler.serviceAccount.create is false" .Values.reconciler.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.systemNamespace" -}}
+{{- default .Release.Namespace .Values.systemNamespace -}}
+{{- end -}}
+
+{{/* The Secret holding the admission serving pair (in-cluster modes). */}}
+{{- define "kd.tls.secretName" -}}
+{{- if eq .Values.certificates.mode "secret" -}}
+{{- .Values.certificates.secret.name -}}
+{{- else if eq .Values.certificates.mode "bootstrap" -}}
+{{- default (printf "%s-tls" (include "kd.admission.fullname" .)) .Values.certificates.bootstrap.secretName -}}
+{{- else -}}
+{{- printf "%s-tls" (include "kd.admission.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.certManager.certificateName" -}}{{ include "kd.admission.fullname" . }}{{- end -}}
+
+{{/* Modes ---------------------------------------------------------------------------------------- */}}
+
+{{/* "true" when the webhook is served from outside the cluster (webhook.url): no admission workload. */}}
+{{- define "kd.urlMode" -}}
+{{- if .Values.webhook.url -}}true{{- end -}}
+{{- end -}}
+
+{{- define "kd.inCluster" -}}
+{{- if not .Values.webhook.url -}}true{{- end -}}
+{{- end -}}
+
+{{- define "kd.bootstrap" -}}
+{{- if and (not .Values.webhook.url) (eq .Values.certificates.mode "bootstrap") -}}true{{- end -}}
+{{- end -}}
+
+{{/* Labels --------------------------------------------------------------------------------------- */}}
+
+{{- define "kd.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "kd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: kd-connections
+{{- end -}}
+
+{{- define "kd.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kd.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "kd.componentLabels" -}}
+{{ include "kd.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Argo CD orders a sync by wave: RBAC and certificates (-1), workloads and Services (0), then the
+     webhook configurations (1), so the API server never calls a webhook before its pods are ready. */}}
+{{- define "kd.syncWave" -}}
+argocd.argoproj.io/sync-wave: {{ . | quote }}
+{{- end -}}
+
+{{/* Images --------------------------------------------------------------------------------------- */}}
+
+{{- define "kd.image" -}}
+{{- $img := .component.image -}}
+{{- $registry := .ctx.Values.image.registry -}}
+{{- $repo := ternary (printf "%s/%s" $registry $img.repository) $img.repository (ne $registry "") -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (default .ctx.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod security: the restricted Pod Security Standard plus a read-only root filesystem. ------------- */}}
+
+{{- define "kd.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "kd.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+allowPrivilegeEscalation: false
+privileged: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Preferred anti-affinity on hostname when the user set no affinity. */}}
+{{- define "kd.affinity" -}}
+{{- if .values.affinity -}}
+{{ toYaml .values.affinity }}
+{{- else -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "kd.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 12 }}
+{{- end -}}
+{{- end -}}
+
+{{/* Webhooks ------------------------------------------------------------------------------------- */}}
+
+{{/* caBundle as the API wants it (base64 of PEM); accepts the PEM itself too. */}}
+{{- define "kd.caBundle" -}}
+{{- $ca := .Values.webhook.caBundle | trim -}}
+{{- if hasPrefix "-----BEGIN" $ca -}}
+{{- printf "%s\n" $ca | b64enc -}}
+{{- else -}}
+{{- $ca | nospace -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.webhook.clientConfig" -}}
+{{- $ctx := .ctx -}}
+{{- if $ctx.Values.webhook.url -}}
+url: {{ printf "%s%s" (trimSuffix "/" $ctx.Values.webhook.url) .path | quote }}
+{{- else -}}
+service:
+  name: {{ include "kd.admission.fullname" $ctx }}
+  namespace: {{ $ctx.Release.Namespace }}
+  path: {{ .path | quote }}
+  port: {{ $ctx.Values.admission.service.port }}
+{{- end -}}
+{{- if and $ctx.Values.webhook.caBundle (or $ctx.Values.webhook.url (eq $ctx.Values.certificates.mode "secret")) }}
+caBundle: {{ include "kd.caBundle" $ctx }}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.webhook.kdRules" -}}
+- apiGroups: [kubedirector.hpe.com]
+  apiVersions: [v1beta1]
+  operations: [CREATE, UPDATE]
+  resources: [{{ . }}]
+  scope: Namespaced
+{{- end -}}
+
+{{/* kube-system and the release namespace are never sent to the webhooks (no lock-out of the control
+     plane or of the webhook's own namespace); with watchNamespaces only those are. */}}
+{{- define "kd.webhook.namespaceSelector" -}}
+{{- if .Values.webhook.namespaceSelector -}}
+{{ toYaml .Values.webhook.namespaceSelector }}
+{{- else -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values:
+      {{- toYaml (uniq (concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces)) | nindent 6 }}
+{{- if .Values.watchNamespaces }}
+  - key: kubernetes.io/metadata.name
+    operator: In
+    values:
+      {{- toYaml (uniq .Values.watchNamespaces) | nindent 6 }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.webhook.common" -}}
+admissionReviewVersions: [v1]
+sideEffects: None
+matchPolicy: Equivalent
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+namespaceSelector:
+  {{- include "kd.webhook.namespaceSelector" . | nindent 2 }}
+{{- end -}}
+
+{{/* NetworkPolicy egress shared by both services. */}}
+{{- define "kd.np.apiEgress" -}}
+# The Kubernetes API (the only thing either service calls).
+- ports:
+    {{- range .apiServerPorts }}
+    - protocol: TCP
+      port: {{ . }}
+    {{- end }}
+  {{- with .apiServerCIDRs }}
+  to:
+    {{- range . }}
+    - ipBlock:
+        cidr: {{ . }}
+    {{- end }}
+  {{- end }}
+{{- with .extraEgress }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Checks that need more than one value (the schema checks each value on its own). ----------------- */}}
+
+{{- define "kd.validate" -}}
+{{- if and (not .Values.webhook.url) (eq .Values.certificates.mode "secret") -}}
+{{- if not .Values.certificates.secret.name -}}
+{{- fail "certificates.mode=secret needs certificates.secret.name: the name of an existing kubernetes.io/tls Secret in the release namespace" -}}
+{{- end -}}
+{{- if not .Values.webhook.caBundle -}}
+{{- fail "certificates.mode=secret needs webhook.caBundle: the CA (PEM or base64 of PEM) that signed the certificate in certificates.secret.name" -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.webhook.caBundle (not .Values.webhook.url) (ne .Values.certificates.mode "secret") -}}
+{{- fail (printf "webhook.caBundle is only used with webhook.url or certificates.mode=secret; with certificates.mode=%s the CA is injected at run time, so leave webhook.caBundle empty" .Values.certificates.mode) -}}
+{{- end -}}
+{{- if and .Values.secretConnections.inlineValues (not .Values.secretConnections.enabled) -}}
+{{- fail "secretConnections.inlineValues=true needs secretConnections.enabled=true" -}}
+{{- end -}}
+{{- if and (gt (int .Values.reconciler.replicas) 1) (not .Values.reconciler.leaderElection.enabled) -}}
+{{- fail "reconciler.replicas > 1 needs reconciler.leaderElection.enabled=true: two reconcilers without a Lease would both write" -}}
+{{- end -}}
+{{- end -}}

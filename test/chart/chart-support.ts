@@ -1,0 +1,250 @@
+/**
+ * Helpers for the chart tests: render the chart, read container args out of it, make a kubeconfig from
+ * a ServiceAccount token, run the services on loopback the way the chart's Deployments would, and read
+ * `kubectl auth can-i --list`.
+ *
+ * Safety: the chart is only ever INSTALLED in url mode with a 127.0.0.1 URL. Service-mode manifests are
+ * rendered (helm template) and inspected, never applied, apart from RBAC objects picked out of them.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import type { RunResult, TestEnv } from '../support/cluster.js';
+import { freePort } from '../controlplane/net.js';
+import { eventually, repoRoot, startService, type ServiceProcess } from '../support/processes.js';
+
+export const CHART = join(repoRoot, 'charts', 'kd-connections');
+export const EXAMPLES = join(repoRoot, 'examples');
+
+export type Doc = Record<string, any>;
+
+export function ok(r: RunResult, what: string): RunResult {
+  if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}):\n${r.stderr}\n${r.stdout}`);
+  return r;
+}
+
+export function parseDocs(text: string): Doc[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJSON() as Doc | null)
+    .filter((d): d is Doc => d !== null && typeof d === 'object');
+}
+
+/** `--set` arguments from a flat map (values are passed as given; lists as {a,b}). */
+export function sets(values: Record<string, string | number | boolean>): string[] {
+  return Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+}
+
+export async function helmTemplate(
+  env: TestEnv,
+  release: string,
+  namespace: string,
+  args: string[] = [],
+): Promise<{ docs: Doc[]; text: string }> {
+  const r = ok(await env.helm(['template', release, CHART, '--namespace', namespace, ...args]), 'helm template');
+  return { docs: parseDocs(r.stdout), text: r.stdout };
+}
+
+export function find(docs: Doc[], kind: string, name?: string): Doc[] {
+  return docs.filter((d) => d.kind === kind && (name === undefined || d.metadata?.name === name));
+}
+
+export function one(docs: Doc[], kind: string, name?: string): Doc {
+  const found = find(docs, kind, name);
+  if (found.length !== 1) throw new Error(`expected one ${kind} ${name ?? ''}, found ${found.length}`);
+  return found[0]!;
+}
+
+export function containerArgs(deployment: Doc): string[] {
+  return deployment.spec.template.spec.containers[0].args as string[];
+}
+
+/** Replaces (or adds) `--flag=value` arguments; `undefined` drops the flag. */
+export function withArgs(args: string[], overrides: Record<string, string | undefined>): string[] {
+  const kept = args.filter((a) => !Object.keys(overrides).some((f) => a === `--${f}` || a.startsWith(`--${f}=`)));
+  return [
+    ...kept,
+    ...Object.entries(overrides)
+      .filter(([, v]) => v !== undefined)
+      .map(([f, v]) => `--${f}=${v}`),
+  ];
+}
+
+export function randomName(prefix: string): string {
+  return `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+export class TempDir {
+  readonly path = mkdtempSync(join(tmpdir(), 'kd-chart-test-'));
+  file(name: string, content: string, mode = 0o600): string {
+    const p = join(this.path, name);
+    writeFileSync(p, content, { mode });
+    return p;
+  }
+  remove(): void {
+    rmSync(this.path, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A kubeconfig that authenticates with a TokenRequest token of a ServiceAccount — what a pod of the
+ * chart's Deployment would get mounted.
+ */
+export async function serviceAccountKubeconfig(env: TestEnv, dir: TempDir, namespace: string, sa: string) {
+  const token = ok(
+    await env.kubectl(['create', 'token', sa, '--duration=2h'], { namespace }),
+    `kubectl create token ${sa}`,
+  ).stdout.trim();
+  const kubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'kd-test',
+        cluster: {
+          server: env.info.server,
+          'certificate-authority-data': Buffer.from(env.info.caPem).toString('base64'),
+        },
+      },
+    ],
+    users: [{ name: sa, user: { token } }],
+    contexts: [{ name: sa, context: { cluster: 'kd-test', user: sa, namespace } }],
+    'current-context': sa,
+  };
+  return dir.file(`kubeconfig-${sa}`, JSON.stringify(kubeconfig));
+}
+
+export interface LoopbackAdmission {
+  proc: ServiceProcess;
+  port: number;
+  args: string[];
+  url(path: string): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the admission service with the args the chart gives its container, except what only makes sense
+ * in a pod: it listens on 127.0.0.1:`port` with the control plane's webhook serving pair from files.
+ */
+export async function startLoopbackAdmission(
+  env: TestEnv,
+  dir: TempDir,
+  chartArgs: string[],
+  kubeconfig: string,
+  port: number,
+): Promise<LoopbackAdmission> {
+  const cert = dir.file('webhook-tls.crt', env.info.webhookServing.certPem, 0o644);
+  const key = dir.file('webhook-tls.key', env.info.webhookServing.keyPem);
+  const args = withArgs(chartArgs, {
+    port: String(port),
+    'bind-address': '127.0.0.1',
+    'tls-cert-file': cert,
+    'tls-key-file': key,
+    kubeconfig,
+  });
+  const proc = startService('admission/dist/main.js', args, { KUBECONFIG: '' });
+  await proc.waitForLog((l) => l.msg === 'listening');
+  const url = (path: string) => `https://127.0.0.1:${port}${path}`;
+  await eventually(
+    'admission /readyz',
+    async () => {
+      if (proc.exited) throw new Error(`admission exited:\n${proc.output().slice(-3000)}`);
+      return (await httpsStatus(url('/readyz'), env.info.webhookCaPem)) === 200;
+    },
+    60_000,
+  );
+  return { proc, port, args, url, stop: async () => void (await proc.stop()) };
+}
+
+export interface LoopbackReconciler {
+  proc: ServiceProcess;
+  metricsPort: number;
+  args: string[];
+  stop(): Promise<void>;
+}
+
+/** Runs the reconciler with the chart's container args; metrics on loopback, identity like a pod's. */
+export async function startLoopbackReconciler(
+  chartArgs: string[],
+  kubeconfig: string,
+  identity: string,
+): Promise<LoopbackReconciler> {
+  const metricsPort = await freePort();
+  const args = withArgs(chartArgs, {
+    'metrics-bind-address': `127.0.0.1:${metricsPort}`,
+    kubeconfig,
+    'watch-timeout-seconds': '60',
+  });
+  // KD_IDENTITY comes from the pod name in the chart (fieldRef); here it is given directly.
+  const proc = startService('reconciler/dist/main.js', args, { KUBECONFIG: '', KD_IDENTITY: identity });
+  return { proc, metricsPort, args, stop: async () => void (await proc.stop()) };
+}
+
+async function httpsStatus(url: string, ca: string): Promise<number> {
+  const https = await import('node:https');
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { ca, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', reject);
+  });
+}
+
+export interface CanIRow {
+  resource: string;
+  nonResourceUrls: string;
+  resourceNames: string[];
+  verbs: string[];
+}
+
+/** Parses the table `kubectl auth can-i --list` prints. */
+export function parseCanI(stdout: string): CanIRow[] {
+  const lines = stdout.trim().split('\n');
+  const header = lines.shift() ?? '';
+  if (!/^Resources\s+Non-Resource URLs\s+Resource Names\s+Verbs/.test(header))
+    throw new Error(`unexpected can-i header: ${header}`);
+  return lines.map((line) => {
+    // Columns: resource, [urls], [names], [verbs]; the bracketed lists may hold spaces.
+    const m = /^(\S*)\s+\[(.*?)\]\s+\[(.*?)\]\s+\[(.*?)\]\s*$/.exec(line);
+    if (!m) throw new Error(`unexpected can-i line: ${line}`);
+    const list = (s: string) => s.split(/\s+/).filter(Boolean);
+    return { resource: m[1]!, nonResourceUrls: m[2]!, resourceNames: list(m[3]!), verbs: list(m[4]!).sort() };
+  });
+}
+
+/** One canonical string per (resource, names, verb) so sets can be compared. */
+export function permissions(rows: CanIRow[]): string[] {
+  const out = new Set<string>();
+  for (const r of rows) {
+    const target = r.resource || `url:${r.nonResourceUrls}`;
+    const names = r.resourceNames.length ? `[${[...r.resourceNames].sort().join(',')}]` : '';
+    for (const v of r.verbs) out.add(`${target}${names} ${v}`);
+  }
+  return [...out].sort();
+}
+
+export async function canIList(env: TestEnv, user: string, namespace: string): Promise<CanIRow[]> {
+  const r = ok(await env.kubectl(['auth', 'can-i', '--list', `--as=${user}`], { namespace }), 'can-i --list');
+  return parseCanI(r.stdout);
+}
+
+/** What the account may do in `namespace` beyond what every authenticated ServiceAccount may do. */
+export async function grantedBeyondBaseline(
+  env: TestEnv,
+  namespace: string,
+  saNamespace: string,
+  sa: string,
+): Promise<{ extra: string[]; rows: CanIRow[] }> {
+  const rows = await canIList(env, `system:serviceaccount:${saNamespace}:${sa}`, namespace);
+  // An account with no bindings at all, in the same namespace: discovery, self-reviews and the like.
+  const baseline = new Set(
+    permissions(await canIList(env, `system:serviceaccount:${saNamespace}:kd-no-bindings-${sa.length}`, namespace)),
+  );
+  return { extra: permissions(rows).filter((p) => !baseline.has(p)), rows };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

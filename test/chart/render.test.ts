@@ -1,0 +1,560 @@
+/**
+ * The chart as rendered (no install): `helm lint --strict` and `helm template` for every certificate mode
+ * and for url mode, what each mode must and must not contain, and values.schema.json (plus the chart's
+ * cross-value checks) rejecting bad values with a message that names the value.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { useTestEnv } from '../support/cluster.js';
+import { CHART, containerArgs, find, helmTemplate, one, sets, type Doc } from './chart-support.js';
+
+const env = useTestEnv();
+const NS = 'kd-system';
+const REL = 'kd';
+const CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n';
+const CA_B64 = Buffer.from(CA_PEM).toString('base64');
+
+/** Each install shape the chart supports, as --set arguments. */
+const MODES: Record<string, string[]> = {
+  bootstrap: [],
+  certManager: sets({ 'certificates.mode': 'certManager' }),
+  certManagerIssuer: [
+    ...sets({ 'certificates.mode': 'certManager' }),
+    ...sets({ 'certificates.certManager.issuerRef.kind': 'ClusterIssuer' }),
+    ...sets({ 'certificates.certManager.issuerRef.name': 'corp-ca' }),
+  ],
+  secret: sets({ 'certificates.mode': 'secret', 'certificates.secret.name': 'my-tls', 'webhook.caBundle': CA_B64 }),
+  url: sets({ 'webhook.url': 'https://127.0.0.1:9443', 'webhook.caBundle': CA_B64 }),
+  urlNoCaBundle: sets({ 'webhook.url': 'https://webhooks.example.com/kd/' }),
+};
+
+const render = (mode: string, extra: string[] = []) => helmTemplate(env, REL, NS, [...MODES[mode]!, ...extra]);
+const webhooksOf = (docs: Doc[]) => [
+  ...one(docs, 'ValidatingWebhookConfiguration').webhooks,
+  ...one(docs, 'MutatingWebhookConfiguration').webhooks,
+];
+const allRules = (docs: Doc[]) =>
+  docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role').flatMap((d) => d.rules as Doc[]);
+
+describe('helm lint and helm template', () => {
+  it.each(Object.keys(MODES))('%s mode passes helm lint --strict and renders', async (mode) => {
+    const lint = await env.helm(['lint', '--strict', CHART, '--namespace', NS, ...MODES[mode]!]);
+    expect({ code: lint.code, out: lint.stdout + lint.stderr }).toEqual({
+      code: 0,
+      out: expect.stringContaining('0 chart(s) failed'),
+    });
+    const { docs } = await render(mode);
+    expect(docs.length).toBeGreaterThan(10);
+    // Every object is labelled with the release (what `helm uninstall` and the tests find them by).
+    for (const d of docs) expect(d.metadata.labels['app.kubernetes.io/instance']).toBe(REL);
+  });
+
+  it.each(['bootstrap', 'secret', 'url'])(
+    '%s mode: every object is valid for the real API server (server-side dry run, strict field validation)',
+    async (mode) => {
+      // Nothing is persisted by a dry run, so the service-mode webhook configurations are never registered.
+      // cert-manager and Prometheus Operator kinds are not installed on the test control plane.
+      const { docs } = await helmTemplate(env, REL, env.namespace, MODES[mode]!);
+      const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: docs });
+      const r = await env.kubectl(['apply', '--dry-run=server', '--validate=strict', '-f', '-'], {
+        input: list,
+        namespace: false,
+      });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(r.stdout.trim().split('\n')).toHaveLength(docs.length);
+      for (const line of r.stdout.trim().split('\n')) expect(line).toMatch(/ \(server dry run\)$/);
+    },
+  );
+
+  it('renders the same bytes twice (no genCA, lookup or random values)', async () => {
+    for (const mode of Object.keys(MODES)) {
+      const [a, b] = [await render(mode), await render(mode)];
+      expect(a.text).toBe(b.text);
+    }
+    const templates = readdirSync(join(CHART, 'templates'))
+      .map((f) => readFileSync(join(CHART, 'templates', f), 'utf8'))
+      .join('\n');
+    for (const forbidden of ['genCA', 'genSelfSignedCert', 'genSignedCert', 'lookup', 'randAlpha', 'uuidv4', 'now'])
+      expect(templates).not.toMatch(new RegExp(`\\b${forbidden}\\b`));
+  });
+
+  it('bootstrap mode: no caBundle, flags that name the Secret, Service and both configurations', async () => {
+    const { docs } = await render('bootstrap');
+    const fullname = `${REL}-kd-connections`;
+    for (const w of webhooksOf(docs)) {
+      expect(w.clientConfig.caBundle).toBeUndefined();
+      expect(w.clientConfig.url).toBeUndefined();
+      expect(w.clientConfig.service).toEqual({
+        name: `${fullname}-admission`,
+        namespace: NS,
+        path: `/${w.name.split('.')[0]}`,
+        port: 443,
+      });
+    }
+    const args = containerArgs(one(docs, 'Deployment', `${fullname}-admission`));
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '--tls-mode=bootstrap',
+        `--tls-secret-name=${fullname}-admission-tls`,
+        `--tls-secret-namespace=${NS}`,
+        `--service-name=${fullname}-admission`,
+        `--service-namespace=${NS}`,
+        `--webhook-configurations=validating/${fullname},mutating/${fullname}`,
+      ]),
+    );
+    // The names in those flags are the objects the chart renders.
+    one(docs, 'Service', `${fullname}-admission`);
+    one(docs, 'ValidatingWebhookConfiguration', fullname);
+    one(docs, 'MutatingWebhookConfiguration', fullname);
+    // The service may touch exactly that Secret and those two configurations (create is not nameable).
+    const role = one(docs, 'Role', `${fullname}-admission-certificates`);
+    expect(role.rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: [`${fullname}-admission-tls`],
+        verbs: ['get', 'list', 'watch', 'patch'],
+      },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
+    ]);
+    expect(one(docs, 'ClusterRole', `${fullname}-admission-cabundle`).rules).toEqual([
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'],
+        resourceNames: [fullname],
+        verbs: ['get', 'list', 'watch', 'patch'],
+      },
+    ]);
+    // No Secret volume: the service reads and writes the Secret through the API.
+    const pod = one(docs, 'Deployment', `${fullname}-admission`).spec.template.spec;
+    expect(pod.volumes.map((v: Doc) => v.name)).toEqual(['tmp']);
+    expect(find(docs, 'Certificate')).toHaveLength(0);
+  });
+
+  it('certManager mode: Issuer chain, Certificate with the Service names, inject-ca-from on both configurations', async () => {
+    const { docs } = await render('certManager');
+    const fullname = `${REL}-kd-connections`;
+    const cert = one(docs, 'Certificate', `${fullname}-admission`);
+    expect(cert.spec.secretName).toBe(`${fullname}-admission-tls`);
+    expect(cert.spec.dnsNames).toEqual([
+      `${fullname}-admission`,
+      `${fullname}-admission.${NS}`,
+      `${fullname}-admission.${NS}.svc`,
+      `${fullname}-admission.${NS}.svc.cluster.local`,
+    ]);
+    expect(cert.spec.issuerRef).toEqual({ kind: 'Issuer', name: `${fullname}-ca` });
+    expect(one(docs, 'Certificate', `${fullname}-ca`).spec.isCA).toBe(true);
+    expect(find(docs, 'Issuer').map((i) => i.metadata.name)).toEqual(
+      expect.arrayContaining([`${fullname}-selfsigned`, `${fullname}-ca`]),
+    );
+    for (const kind of ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'])
+      expect(one(docs, kind).metadata.annotations['cert-manager.io/inject-ca-from']).toBe(
+        `${NS}/${fullname}-admission`,
+      );
+    for (const w of webhooksOf(docs)) expect(w.clientConfig.caBundle).toBeUndefined();
+    const dep = one(docs, 'Deployment', `${fullname}-admission`);
+    expect(containerArgs(dep)).not.toContain('--tls-mode=bootstrap');
+    expect(dep.spec.template.spec.volumes).toContainEqual(
+      expect.objectContaining({
+        name: 'tls',
+        secret: expect.objectContaining({ secretName: `${fullname}-admission-tls` }),
+      }),
+    );
+    // No bootstrap rights: nothing may write Secrets or webhook configurations.
+    expect(find(docs, 'Role', `${fullname}-admission-certificates`)).toHaveLength(0);
+    expect(find(docs, 'ClusterRole', `${fullname}-admission-cabundle`)).toHaveLength(0);
+
+    const issuer = await render('certManagerIssuer');
+    expect(one(issuer.docs, 'Certificate').spec.issuerRef).toEqual({ kind: 'ClusterIssuer', name: 'corp-ca' });
+    expect(find(issuer.docs, 'Issuer')).toHaveLength(0);
+  });
+
+  it('secret mode: the user Secret is mounted and the user caBundle is in every webhook', async () => {
+    const { docs } = await render('secret');
+    const dep = one(docs, 'Deployment', `${REL}-kd-connections-admission`);
+    expect(dep.spec.template.spec.volumes).toContainEqual(
+      expect.objectContaining({ name: 'tls', secret: expect.objectContaining({ secretName: 'my-tls' }) }),
+    );
+    for (const w of webhooksOf(docs)) expect(w.clientConfig.caBundle).toBe(CA_B64);
+    // A PEM given as is ends up base64-encoded, the way the API wants it.
+    const pem = await helmTemplate(env, REL, NS, [
+      ...sets({ 'certificates.mode': 'secret', 'certificates.secret.name': 'my-tls' }),
+      '--set-string',
+      `webhook.caBundle=${CA_PEM}`,
+    ]);
+    for (const w of webhooksOf(pem.docs)) expect(w.clientConfig.caBundle).toBe(CA_B64);
+  });
+
+  it('url mode: clientConfig.url under the base URL, no admission workload, the account and its read RBAC kept', async () => {
+    const { docs } = await render('url');
+    const fullname = `${REL}-kd-connections`;
+    expect(find(docs, 'Deployment').map((d) => d.metadata.name)).toEqual([`${fullname}-reconciler`]);
+    expect(find(docs, 'Service').map((d) => d.metadata.name)).toEqual([`${fullname}-reconciler-metrics`]);
+    expect(find(docs, 'PodDisruptionBudget').map((d) => d.metadata.name)).toEqual([`${fullname}-reconciler`]);
+    expect(find(docs, 'Certificate')).toHaveLength(0);
+    one(docs, 'ServiceAccount', `${fullname}-admission`);
+    one(docs, 'ClusterRole', `${fullname}-admission`);
+    for (const w of webhooksOf(docs)) {
+      expect(w.clientConfig).toEqual({ url: `https://127.0.0.1:9443/${w.name.split('.')[0]}`, caBundle: CA_B64 });
+    }
+    // A trailing slash in the base URL does not double; no caBundle means none is rendered.
+    const noCa = await render('urlNoCaBundle');
+    for (const w of webhooksOf(noCa.docs))
+      expect(w.clientConfig).toEqual({ url: `https://webhooks.example.com/kd/${w.name.split('.')[0]}` });
+  });
+
+  it('webhook configurations: rules, policies, selectors and paths as the admission service serves them', async () => {
+    const { docs } = await render('bootstrap');
+    const served = readFileSync(join(CHART, '..', '..', 'admission', 'src', 'webhooks', 'index.ts'), 'utf8');
+    expect(served).toMatch(/validateKdCluster, mutateKdCluster, validateKdApp, mutatePod/);
+    const byName: Record<string, Doc> = Object.fromEntries(webhooksOf(docs).map((w: Doc) => [w.name, w]));
+    expect(Object.keys(byName).sort()).toEqual([
+      'mutate-kdcluster.kd-connections.hpe.com',
+      'mutate-pod.kd-connections.hpe.com',
+      'validate-kdapp.kd-connections.hpe.com',
+      'validate-kdcluster.kd-connections.hpe.com',
+    ]);
+    for (const [name, w] of Object.entries(byName)) {
+      // The path is the one admission/src/webhooks/<file>.ts serves.
+      const path = w.clientConfig.service.path as string;
+      const file = readFileSync(join(CHART, '..', '..', 'admission', 'src', 'webhooks', `${path.slice(1)}.ts`), 'utf8');
+      expect(file).toContain(`path: '${path}'`);
+      expect(w).toMatchObject({
+        admissionReviewVersions: ['v1'],
+        sideEffects: 'None',
+        matchPolicy: 'Equivalent',
+        timeoutSeconds: 3,
+        namespaceSelector: {
+          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS] }],
+        },
+      });
+      expect(w.failurePolicy).toBe(name.startsWith('validate-') ? 'Fail' : 'Ignore');
+      for (const rule of w.rules) expect(rule.operations).not.toContain('DELETE');
+    }
+    expect(byName['validate-kdcluster.kd-connections.hpe.com']!.rules).toEqual([
+      {
+        apiGroups: ['kubedirector.hpe.com'],
+        apiVersions: ['v1beta1'],
+        operations: ['CREATE', 'UPDATE'],
+        resources: ['kubedirectorclusters'],
+        scope: 'Namespaced',
+      },
+    ]);
+    expect(byName['validate-kdapp.kd-connections.hpe.com']!.rules[0].resources).toEqual(['kubedirectorapps']);
+    expect(byName['mutate-kdcluster.kd-connections.hpe.com']!.rules[0].resources).toEqual(['kubedirectorclusters']);
+    const pod = byName['mutate-pod.kd-connections.hpe.com']!;
+    expect(pod.rules).toEqual([
+      { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' },
+    ]);
+    expect(pod.objectSelector).toEqual({
+      matchExpressions: [{ key: 'kubedirector.hpe.com/kdcluster', operator: 'Exists' }],
+    });
+
+    // watchNamespaces narrows every webhook to those namespaces; excludeNamespaces adds to the NotIn list.
+    const scoped = await helmTemplate(env, REL, NS, [
+      '--set',
+      'watchNamespaces={team-a,team-b}',
+      '--set',
+      'webhook.excludeNamespaces={legacy}',
+    ]);
+    for (const w of webhooksOf(scoped.docs))
+      expect(w.namespaceSelector.matchExpressions).toEqual([
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS, 'legacy'] },
+        { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] },
+      ]);
+  });
+
+  it('Argo CD sync waves: RBAC and certificates first, then workloads and Services, then the webhooks', async () => {
+    const { docs } = await render('certManager', [
+      ...sets({ 'networkPolicy.enabled': true, 'serviceMonitor.enabled': true }),
+    ]);
+    const wave = (d: Doc) => Number(d.metadata.annotations?.['argocd.argoproj.io/sync-wave']);
+    const expected: Record<string, number> = {
+      ServiceAccount: -1,
+      ClusterRole: -1,
+      ClusterRoleBinding: -1,
+      Role: -1,
+      RoleBinding: -1,
+      Lease: -1,
+      Issuer: -1,
+      Certificate: -1,
+      Deployment: 0,
+      Service: 0,
+      PodDisruptionBudget: 0,
+      NetworkPolicy: 0,
+      ServiceMonitor: 0,
+      ValidatingWebhookConfiguration: 1,
+      MutatingWebhookConfiguration: 1,
+    };
+    expect([...new Set(docs.map((d) => d.kind))].sort()).toEqual(Object.keys(expected).sort());
+    for (const d of docs)
+      expect([d.kind, d.metadata.name, wave(d)]).toEqual([d.kind, d.metadata.name, expected[d.kind]]);
+  });
+
+  it('Deployments: replicas, rollout, PDB, anti-affinity, preStop, probes and the restricted security context', async () => {
+    const { docs } = await render('bootstrap');
+    const fullname = `${REL}-kd-connections`;
+    for (const component of ['admission', 'reconciler']) {
+      const dep = one(docs, 'Deployment', `${fullname}-${component}`);
+      const pod = dep.spec.template.spec;
+      const c = pod.containers[0];
+      expect(dep.spec.replicas).toBe(2);
+      expect(dep.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+      expect(one(docs, 'PodDisruptionBudget', `${fullname}-${component}`).spec).toEqual({
+        minAvailable: 1,
+        selector: dep.spec.selector,
+      });
+      expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm).toEqual({
+        topologyKey: 'kubernetes.io/hostname',
+        labelSelector: dep.spec.selector,
+      });
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(c.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        allowPrivilegeEscalation: false,
+        privileged: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(c.resources.limits.memory).toBeDefined();
+      expect(c.resources.limits.cpu).toBeUndefined();
+      expect(pod.automountServiceAccountToken).toBe(true);
+      expect(one(docs, 'ServiceAccount', `${fullname}-${component}`).automountServiceAccountToken).toBe(false);
+    }
+    const adm = one(docs, 'Deployment', `${fullname}-admission`).spec.template.spec.containers[0];
+    expect(adm.lifecycle.preStop).toEqual({ sleep: { seconds: 10 } });
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])
+      expect(adm[probe].httpGet).toMatchObject({ scheme: 'HTTPS', port: 'https' });
+    expect(adm.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(adm.livenessProbe.httpGet.path).toBe('/healthz');
+    const rec = one(docs, 'Deployment', `${fullname}-reconciler`).spec.template.spec.containers[0];
+    expect(rec.args).toEqual(
+      expect.arrayContaining([
+        '--leader-elect=true',
+        `--lease-name=${fullname}-reconciler`,
+        `--lease-namespace=${NS}`,
+        `--system-namespace=${NS}`,
+      ]),
+    );
+    expect(rec.readinessProbe.httpGet).toMatchObject({ path: '/readyz', port: 'metrics' });
+    // The Lease the reconciler elects through is the chart's own (so uninstall removes it), with no spec.
+    expect(one(docs, 'Lease', `${fullname}-reconciler`).spec).toBeUndefined();
+  });
+
+  it('RBAC: no wildcards, no escalate/bind/impersonate, Secrets only with secretConnections.enabled', async () => {
+    const forbiddenVerbs = ['*', 'escalate', 'bind', 'impersonate', 'update', 'delete', 'deletecollection'];
+    for (const mode of Object.keys(MODES)) {
+      for (const enabled of [true, false]) {
+        const { docs } = await render(mode, sets({ 'secretConnections.enabled': enabled }));
+        const serviceRoles = docs.filter(
+          (d) => (d.kind === 'ClusterRole' || d.kind === 'Role') && !/-(edit|view)$/.test(d.metadata.name),
+        );
+        for (const rule of serviceRoles.flatMap((d) => d.rules as Doc[])) {
+          for (const field of ['apiGroups', 'resources', 'verbs'])
+            expect({ rule, star: (rule[field] as string[]).includes('*') }).toEqual({ rule, star: false });
+          for (const v of forbiddenVerbs)
+            expect({ rule, verb: (rule.verbs as string[]).includes(v) }).toEqual({ rule, verb: false });
+        }
+        const secretRules = allRules(docs).filter(
+          (r) => (r.resources as string[]).includes('secrets') && !r.resourceNames && !r.verbs.includes('create'),
+        );
+        expect({ mode, enabled, secretReaders: secretRules.length }).toEqual({
+          mode,
+          enabled,
+          secretReaders: enabled ? 2 : 0,
+        });
+      }
+    }
+  });
+
+  it('watchNamespaces: the reconciler is bound per namespace, plus kdapps in the system namespace', async () => {
+    const { docs } = await helmTemplate(env, REL, NS, [
+      '--set',
+      'watchNamespaces={team-a,team-b}',
+      '--set',
+      'systemNamespace=kd-catalog',
+    ]);
+    const fullname = `${REL}-kd-connections`;
+    expect(find(docs, 'ClusterRoleBinding', `${fullname}-reconciler`)).toHaveLength(0);
+    expect(
+      find(docs, 'RoleBinding')
+        .filter((b) => b.roleRef.name === `${fullname}-reconciler`)
+        .map((b) => b.metadata.namespace),
+    ).toEqual(['team-a', 'team-b']);
+    expect(one(docs, 'Role', `${fullname}-reconciler-system-catalog`)).toMatchObject({
+      metadata: { namespace: 'kd-catalog' },
+      rules: [
+        { apiGroups: ['kubedirector.hpe.com'], resources: ['kubedirectorapps'], verbs: ['get', 'list', 'watch'] },
+      ],
+    });
+    expect(containerArgs(one(docs, 'Deployment', `${fullname}-reconciler`))).toEqual(
+      expect.arrayContaining(['--namespaces=team-a,team-b', '--system-namespace=kd-catalog']),
+    );
+    expect(containerArgs(one(docs, 'Deployment', `${fullname}-admission`))).toContain('--system-namespace=kd-catalog');
+  });
+
+  it('secretConnections and inlineValues reach both services; NetworkPolicy and ServiceMonitor render when enabled', async () => {
+    const off = await render('bootstrap', sets({ 'secretConnections.enabled': false }));
+    const fullname = `${REL}-kd-connections`;
+    expect(containerArgs(one(off.docs, 'Deployment', `${fullname}-admission`))).toContain('--secret-connections=false');
+    expect(containerArgs(one(off.docs, 'Deployment', `${fullname}-reconciler`))).toEqual(
+      expect.arrayContaining(['--secret-connections=false', '--inline-secret-values=false']),
+    );
+    const inline = await render('bootstrap', sets({ 'secretConnections.inlineValues': true }));
+    expect(containerArgs(one(inline.docs, 'Deployment', `${fullname}-reconciler`))).toContain(
+      '--inline-secret-values=true',
+    );
+
+    const extras = await render(
+      'bootstrap',
+      sets({
+        'networkPolicy.enabled': true,
+        'serviceMonitor.enabled': true,
+        'networkPolicy.apiServerCIDRs[0]': '10.0.0.1/32',
+      }),
+    );
+    const np = one(extras.docs, 'NetworkPolicy', `${fullname}-admission`).spec;
+    expect(np.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(np.ingress).toEqual([{ ports: [{ protocol: 'TCP', port: 9443 }] }]);
+    expect(np.egress[0].to).toEqual([{ ipBlock: { cidr: '10.0.0.1/32' } }]);
+    expect(one(extras.docs, 'ServiceMonitor', `${fullname}-admission`).spec.endpoints[0]).toMatchObject({
+      port: 'https',
+      scheme: 'https',
+      tlsConfig: { serverName: `${fullname}-admission.${NS}.svc` },
+    });
+    one(extras.docs, 'ServiceMonitor', `${fullname}-reconciler`);
+    // url mode: no admission pods, so no admission NetworkPolicy or ServiceMonitor either.
+    const url = await render('url', sets({ 'networkPolicy.enabled': true, 'serviceMonitor.enabled': true }));
+    expect(find(url.docs, 'NetworkPolicy').map((d) => d.metadata.name)).toEqual([`${fullname}-reconciler`]);
+    expect(find(url.docs, 'ServiceMonitor').map((d) => d.metadata.name)).toEqual([`${fullname}-reconciler`]);
+  });
+
+  it('NOTES.txt warns about inlined Secret values and says how to reach an out-of-cluster webhook', async () => {
+    // helm template does not render NOTES.txt; a dry-run install does (nothing is sent to the cluster).
+    const notes = async (args: string[]) => {
+      const r = await env.helm(['install', REL, CHART, '--namespace', NS, '--dry-run=client', ...args]);
+      expect(r.code).toBe(0);
+      return r.stdout.slice(r.stdout.indexOf('NOTES:'));
+    };
+    expect(await notes(sets({ 'secretConnections.inlineValues': true }))).toMatch(
+      /WARNING: secretConnections\.inlineValues=true\. Secret VALUES are copied into configmeta/,
+    );
+    const url = await notes(MODES.url!);
+    expect(url).toContain('OUT-OF-CLUSTER (url mode) at https://127.0.0.1:9443');
+    expect(url).toContain(`kubectl -n ${NS} create token ${REL}-kd-connections-admission`);
+    expect(await notes([])).toContain(`delete secret ${REL}-kd-connections-admission-tls`);
+  });
+});
+
+describe('values.schema.json rejects bad values with a clear message', () => {
+  // [what, --set args, the schema's message (helm lint, template, install), the chart's own sentence for
+  // the combinations, which a render with --skip-schema-validation still refuses]
+  const cases: [string, string[], RegExp, RegExp?][] = [
+    [
+      'unknown certificate mode',
+      sets({ 'certificates.mode': 'selfsigned' }),
+      /at '\/certificates\/mode': value must be one of 'bootstrap', 'certManager', 'secret'/,
+    ],
+    [
+      'a typo in a key',
+      sets({ 'secretConection.enabled': true }),
+      /additional properties 'secretConection' not allowed/,
+    ],
+    [
+      'a string for a boolean',
+      ['--set-string', 'secretConnections.enabled=yes'],
+      /at '\/secretConnections\/enabled': got string, want boolean/,
+    ],
+    ['negative replicas', sets({ 'admission.replicas': -1 }), /at '\/admission\/replicas': minimum: got -1, want 0/],
+    [
+      'a webhook timeout over 30 s',
+      sets({ 'webhook.timeoutSeconds': 31 }),
+      /at '\/webhook\/timeoutSeconds': maximum: got 31, want 30/,
+    ],
+    [
+      'an http:// webhook URL',
+      sets({ 'webhook.url': 'http://127.0.0.1:9443' }),
+      /at '\/webhook\/url': 'http:\/\/127\.0\.0\.1:9443' does not match pattern '\^\$\|\^https:/,
+    ],
+    [
+      'an unknown failurePolicy',
+      sets({ 'webhook.failurePolicy.validating': 'Deny' }),
+      /at '\/webhook\/failurePolicy\/validating': value must be one of 'Fail', 'Ignore'/,
+    ],
+    [
+      'a namespace name with capitals',
+      ['--set', 'watchNamespaces={Team-A}'],
+      /at '\/watchNamespaces\/0': 'Team-A' does not match pattern/,
+    ],
+    [
+      'a caBundle that is neither PEM nor base64',
+      sets({ 'webhook.url': 'https://127.0.0.1:1', 'webhook.caBundle': 'not*base64' }),
+      /at '\/webhook\/caBundle': 'not\*base64' does not match pattern/,
+    ],
+    [
+      'a log level that does not exist',
+      sets({ 'reconciler.logLevel': 'verbose' }),
+      /at '\/reconciler\/logLevel': value must be one of 'debug', 'info', 'warn', 'error'/,
+    ],
+    [
+      'secret mode without a Secret name',
+      sets({ 'certificates.mode': 'secret', 'webhook.caBundle': CA_B64 }),
+      /at '\/certificates\/secret\/name': minLength: got 0, want 1/,
+      /certificates\.mode=secret needs certificates\.secret\.name: the name of an existing kubernetes\.io\/tls Secret/,
+    ],
+    [
+      'secret mode without a caBundle',
+      sets({ 'certificates.mode': 'secret', 'certificates.secret.name': 'tls' }),
+      /at '\/webhook\/caBundle': minLength: got 0, want 1/,
+      /certificates\.mode=secret needs webhook\.caBundle: the CA \(PEM or base64 of PEM\)/,
+    ],
+    [
+      'a caBundle in bootstrap mode (it is injected at run time)',
+      sets({ 'webhook.caBundle': CA_B64 }),
+      /at '\/webhook\/caBundle': value must be ''/,
+      /webhook\.caBundle is only used with webhook\.url or certificates\.mode=secret/,
+    ],
+    [
+      'inlineValues without Secret connections',
+      sets({ 'secretConnections.enabled': false, 'secretConnections.inlineValues': true }),
+      /at '\/secretConnections\/enabled': value must be true/,
+      /secretConnections\.inlineValues=true needs secretConnections\.enabled=true/,
+    ],
+    [
+      'two reconcilers without leader election',
+      sets({ 'reconciler.leaderElection.enabled': false }),
+      /at '\/reconciler\/leaderElection\/enabled': value must be true/,
+      /reconciler\.replicas > 1 needs reconciler\.leaderElection\.enabled=true: two reconcilers without a Lease/,
+    ],
+  ];
+  const rows = cases.map(([what, args, schemaMessage, chartMessage]) => ({ what, args, schemaMessage, chartMessage }));
+  it.each(rows)('$what', async ({ args, schemaMessage, chartMessage }) => {
+    for (const command of [
+      ['template', REL],
+      ['lint', '--strict'],
+    ]) {
+      const r = await env.helm([...command, CHART, '--namespace', NS, ...args]);
+      expect(r.code).not.toBe(0);
+      expect(r.stdout + r.stderr).toMatch(schemaMessage);
+    }
+    if (chartMessage) {
+      const r = await env.helm(['template', REL, CHART, '--namespace', NS, '--skip-schema-validation', ...args]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(chartMessage);
+    }
+  });
+
+  it('accepts the corrected values', async () => {
+    for (const args of [
+      sets({ 'reconciler.leaderElection.enabled': false, 'reconciler.replicas': 1 }),
+      sets({ 'secretConnections.enabled': false, 'secretConnections.inlineValues': false }),
+      ['--set', 'watchNamespaces={team-a}'],
+      sets({ 'webhook.timeoutSeconds': 30, 'admission.replicas': 0 }),
+      sets({ 'webhook.url': 'https://127.0.0.1:1', 'certificates.mode': 'secret' }),
+    ])
+      expect((await env.helm(['template', REL, CHART, '--namespace', NS, ...args])).code).toBe(0);
+  });
+});
