@@ -1,0 +1,282 @@
+/**
+ * Admission, direct: HTTPS keep-alive load of realistic kdcluster reviews against (a) the admission
+ * service (node admission/dist/main.js, caches synced from the control plane) and (b) a bare
+ * `node:https` server answering a fixed review with the same TLS settings — each its own process, the
+ * load generator a third. Reported: throughput ratio a/b, server CPU per review (process.cpuUsage of
+ * the server over the run, divided by the reviews it served), p50/p99 at fixed rates, RSS. A second
+ * bare server, "minimal" (parses the review and echoes its uid: the least a working webhook does), is
+ * measured at full load too, to show how the gap splits between parsing and deciding.
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { TestEnv } from '../support/cluster.js';
+import { apply, kubectlOk } from '../support/kd-objects.js';
+import type { RunningAdmission } from '../e2e/admission-service.js';
+import type { BaselineKind, ServerStats } from './baseline-server.js';
+import { say } from './env.js';
+import type { LoadResult, LoadSpec } from './load-worker.js';
+import { ask, forkHelper, httpsPost, metricSum, negotiatedTls, pin, stopHelper } from './probes.js';
+import { benchReviews, expectedAnswer, seedObjects, SEED, type BenchReview } from './reviews.js';
+import type { Scale } from './scale.js';
+import { median, round } from './stats.js';
+
+export type Target = 'service' | BaselineKind;
+
+export interface ServerRun {
+  target: Target;
+  round?: number;
+  rate?: number;
+  load: LoadResult;
+  /** Reviews the server counted during the run. */
+  served: number;
+  cpuMs: number;
+  cpuPerReviewUs: number;
+  rssMiB: number;
+}
+
+export interface FullLoad {
+  rps: number;
+  cpuPerReviewUs: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface DirectResult {
+  reviews: { name: string; path: string; bytes: number }[];
+  meanReviewBytes: number;
+  lookupsPerReview: Record<string, Record<string, number>>;
+  tls: Record<'service' | 'baseline', { protocol: string; cipher: string }>;
+  pinned: { server: number; loadGenerator: number } | false;
+  connections: number;
+  throughput: {
+    runs: ServerRun[];
+    service: FullLoad;
+    baseline: FullLoad;
+    minimal: FullLoad;
+    /** service ÷ baseline reviews per second: the DESIGN §10 figure. */
+    ratio: number;
+    /** baseline ÷ service CPU per review. */
+    cpuRatio: number;
+    /** service ÷ minimal reviews per second, and minimal ÷ service CPU per review. */
+    ratioToMinimal: number;
+    cpuRatioToMinimal: number;
+  };
+  rates: { rate: number; service: ServerRun; baseline: ServerRun }[];
+  rss: { serviceMiB: number; baselineMiB: number };
+  failures: number;
+}
+
+/** Seeds the namespace with what the reviews look up and marks the connected clusters ready. */
+export async function seedAdmissionNamespace(env: TestEnv): Promise<void> {
+  await apply(env, seedObjects());
+  for (const c of SEED.clusters) {
+    await kubectlOk(env, [
+      'patch',
+      'kdcluster',
+      c,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { members: { total: 1, ready: 1, synced: 1 } } }),
+    ]);
+  }
+}
+
+interface Server {
+  target: Target;
+  port: number;
+  stats(): Promise<ServerStats>;
+}
+
+function serviceServer(svc: RunningAdmission): Server {
+  return {
+    target: 'service',
+    port: svc.port,
+    async stats() {
+      const text = await svc.metrics();
+      // The service keeps every log line in this process's memory; drop them between runs.
+      svc.logs().length = 0;
+      return {
+        cpuMicros: metricSum(text, 'kd_admission_process_cpu_seconds_total') * 1e6,
+        rssBytes: metricSum(text, 'kd_admission_process_resident_memory_bytes'),
+        served: metricSum(text, 'kd_admission_requests_total'),
+      };
+    },
+  };
+}
+
+export async function admissionDirect(
+  env: TestEnv,
+  svc: RunningAdmission,
+  scale: Scale['direct'],
+  opts: { pin: boolean; profile?: boolean },
+): Promise<DirectResult> {
+  const ca = env.info.webhookCaPem;
+  const reviews = benchReviews(env.namespace);
+
+  // 1. Every review is answered as expected, and from the caches (no live reads).
+  const lookupsPerReview: DirectResult['lookupsPerReview'] = {};
+  let baselineAnswer = '';
+  for (const r of reviews) {
+    const lookups = async () => {
+      const text = await svc.metrics();
+      return Object.fromEntries(
+        ['cache', 'live', 'live_not_found'].map((source) => [
+          source,
+          metricSum(text, 'kd_admission_lookups_total', { source }),
+        ]),
+      );
+    };
+    const before = await lookups();
+    const res = await httpsPost(svc.url(r.path), r.body, ca);
+    const after = await lookups();
+    lookupsPerReview[r.name] = Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!]));
+    checkAnswer(r, res.status, res.body);
+    if (r.name === 'mutate-update') baselineAnswer = res.body;
+  }
+
+  // 2. The baseline server and the load generator, each a process of its own.
+  const baselineProc = forkHelper('./baseline-server.ts');
+  const worker = forkHelper('./load-worker.ts');
+  try {
+    const ports = await ask<Record<BaselineKind, number>>(
+      baselineProc,
+      { cert: env.info.webhookServing.certPem, key: env.info.webhookServing.keyPem, answer: baselineAnswer },
+      'ports',
+    );
+    const bare = (kind: BaselineKind): Server => ({
+      target: kind,
+      port: ports[kind],
+      stats: () => ask<ServerStats>(baselineProc, { cmd: 'stats', kind }, 'stats'),
+    });
+    const servers: Record<Target, Server> = {
+      service: serviceServer(svc),
+      baseline: bare('baseline'),
+      minimal: bare('minimal'),
+    };
+    const tlsInfo = {
+      service: await negotiatedTls(svc.port, ca),
+      baseline: await negotiatedTls(ports.baseline, ca),
+    };
+    let pinned: DirectResult['pinned'] = false;
+    if (opts.pin) {
+      const ok = (await pin(svc.pid, 0)) && (await pin(baselineProc.pid!, 0)) && (await pin(worker.pid!, 1));
+      pinned = ok ? { server: 0, loadGenerator: 1 } : false;
+    }
+
+    const requests = reviews.map((r) => ({
+      method: 'POST' as const,
+      path: r.path,
+      headers: { 'content-type': 'application/json' },
+      body: r.body,
+    }));
+    const load = (s: Server, durationSec: number, rate?: number) =>
+      runOnce(worker, s, {
+        url: `https://127.0.0.1:${s.port}`,
+        connections: scale.connections,
+        durationSec,
+        rate,
+        requests,
+      });
+
+    // With --cpu-prof the preloaded profiler starts now, so the service's start-up stays out of it.
+    if (opts.profile) svc.signal('SIGUSR2');
+
+    // 3. Throughput: alternating rounds, each with a warm-up; the median round counts.
+    const runs: ServerRun[] = [];
+    for (let round = 1; round <= scale.rounds; round++) {
+      const targets: Target[] = ['service', 'baseline', 'minimal'];
+      const order = round % 2 === 1 ? targets : [...targets].reverse();
+      for (const t of order) {
+        say(
+          `admission direct: ${t}, round ${round}/${scale.rounds}: warm-up ${scale.warmupSec} s, run ${scale.measureSec} s`,
+        );
+        await load(servers[t], scale.warmupSec);
+        runs.push({ ...(await load(servers[t], scale.measureSec)), round });
+      }
+    }
+    const agg = (t: Target) => {
+      const mine = runs.filter((r) => r.target === t);
+      return {
+        rps: round(median(mine.map((r) => r.load.rps))),
+        cpuPerReviewUs: round(median(mine.map((r) => r.cpuPerReviewUs))),
+        p50Ms: round(median(mine.map((r) => r.load.latencyMs.p50))),
+        p99Ms: round(median(mine.map((r) => r.load.latencyMs.p99))),
+      };
+    };
+    const service = agg('service');
+    const baseline = agg('baseline');
+    const minimal = agg('minimal');
+
+    // 4. Latency at fixed rates.
+    const rates: DirectResult['rates'] = [];
+    for (const rate of scale.rates) {
+      say(`admission direct: ${rate} reviews/s for ${scale.rateSec} s, service then baseline`);
+      const s = { ...(await load(servers.service, scale.rateSec, rate)), rate };
+      const b = { ...(await load(servers.baseline, scale.rateSec, rate)), rate };
+      rates.push({ rate, service: s, baseline: b });
+    }
+
+    const all = [...runs, ...rates.flatMap((r) => [r.service, r.baseline])];
+    return {
+      reviews: reviews.map((r) => ({ name: r.name, path: r.path.split('?')[0]!, bytes: Buffer.byteLength(r.body) })),
+      meanReviewBytes: Math.round(reviews.reduce((n, r) => n + Buffer.byteLength(r.body), 0) / reviews.length),
+      lookupsPerReview,
+      tls: tlsInfo,
+      pinned,
+      connections: scale.connections,
+      throughput: {
+        runs,
+        service,
+        baseline,
+        minimal,
+        ratio: round(service.rps / baseline.rps),
+        cpuRatio: round(baseline.cpuPerReviewUs / service.cpuPerReviewUs),
+        ratioToMinimal: round(service.rps / minimal.rps),
+        cpuRatioToMinimal: round(minimal.cpuPerReviewUs / service.cpuPerReviewUs),
+      },
+      rates,
+      rss: {
+        serviceMiB: round((await servers.service.stats()).rssBytes / 2 ** 20),
+        baselineMiB: round((await servers.baseline.stats()).rssBytes / 2 ** 20),
+      },
+      failures: all.reduce((n, r) => n + r.load.non2xx + r.load.errors + r.load.timeouts, 0),
+    };
+  } finally {
+    await stopHelper(worker);
+    baselineProc.send({ cmd: 'stop' });
+    await stopHelper(baselineProc);
+  }
+}
+
+async function runOnce(worker: ChildProcess, s: Server, spec: LoadSpec): Promise<ServerRun> {
+  const before = await s.stats();
+  const load = await ask<LoadResult>(worker, spec, 'result', (spec.durationSec + 60) * 1000);
+  const after = await s.stats();
+  const served = after.served - before.served;
+  const cpuMicros = after.cpuMicros - before.cpuMicros;
+  return {
+    target: s.target,
+    load,
+    served,
+    cpuMs: round(cpuMicros / 1000),
+    cpuPerReviewUs: round(cpuMicros / Math.max(1, served)),
+    rssMiB: round(after.rssBytes / 2 ** 20),
+  };
+}
+
+function checkAnswer(r: BenchReview, status: number, body: string): void {
+  const want = expectedAnswer(r.name);
+  const sent = JSON.parse(r.body) as { request: { uid: string } };
+  let got: { response?: { uid?: string; allowed?: boolean; patch?: string } } = {};
+  try {
+    got = JSON.parse(body) as typeof got;
+  } catch {
+    // reported below
+  }
+  const ok =
+    status === 200 &&
+    got.response?.uid === sent.request.uid &&
+    got.response.allowed === want.allowed &&
+    !!got.response.patch === want.patch;
+  if (!ok) throw new Error(`${r.name}: unexpected answer ${status} ${body.slice(0, 500)}`);
+}

@@ -1,0 +1,155 @@
+/**
+ * Reconciler memory with many objects in its caches: N clusters with M member pods each, created
+ * through the API server at bounded concurrency. The reconciler first runs as a standby (the benchmark
+ * holds its leader Lease), so what is measured is the caches alone; then the Lease is released, it
+ * leads, delivers configmeta to every pod, and RSS is measured again: the peak during the delivery, when
+ * it goes quiet, and after SETTLE_MS more (V8 gives back the heap the burst grew only once allocation
+ * has been low for a while: right after the burst, part of the heap is garbage not yet collected).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ControlPlane } from '../controlplane/controlplane.js';
+import { apply, configMap, kdApp } from '../support/kd-objects.js';
+import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
+import { benchEnv, say, sleep, timer } from './env.js';
+import { counters, createClustersAndPods, waitQuiet, type ReconcilerCounters } from './reconciler-probes.js';
+import type { Scale } from './scale.js';
+import { round } from './stats.js';
+
+const LEASE = 'kd-connections-reconciler';
+const SETTLE_MS = 20_000;
+
+export interface MemoryResult {
+  clusters: number;
+  pods: number;
+  create: { seconds: number; objectsPerSecond: number };
+  /** Caches synced, not leading (no work done): the cost of the caches. */
+  standby: { syncSeconds: number; rssMiB: number; heapUsedMiB: number };
+  /** Leading: every pod written once, status everywhere. Absent when the deadline passed first. */
+  leading?: {
+    deliverySeconds: number;
+    podWrites: number;
+    statusWrites: number;
+    peakRssMiB: number;
+    /** When the last write was 3 s ago. */
+    rssMiB: number;
+    heapUsedMiB: number;
+    /** SETTLE_MS later, nothing having happened. */
+    settledRssMiB: number;
+    settledHeapUsedMiB: number;
+    settleSeconds: number;
+    completed: boolean;
+  };
+}
+
+const mib = (b: number) => round(b / 2 ** 20);
+
+export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: string): Promise<MemoryResult> {
+  const s = scale.memory;
+  const env = await benchEnv(cp, 'bench-memory');
+  const ns = env.namespace;
+  await apply(env, [
+    kdApp('mem-app', { category: 'worker', roles: ['worker'] }),
+    configMap('mem-config-0', { version: 'v1', path: '/data/a' }, 'settings'),
+    configMap('mem-config-1', { version: 'v1', path: '/data/b' }, 'settings'),
+  ]);
+  // Held by the benchmark: the reconciler syncs its caches and waits as a standby.
+  const holder = 'bench-holder';
+  const lease = (holderIdentity: string, seconds: number) => ({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: LEASE, namespace: ns },
+    spec: { holderIdentity, leaseDurationSeconds: seconds, renewTime: new Date().toISOString().replace('Z', '000Z') },
+  });
+  await apply(env, [lease(holder, 3600)]);
+
+  say(`memory: creating ${s.clusters} clusters × ${s.podsPerCluster} pods (${s.createConcurrency} in flight)`);
+  const tc = timer();
+  const made = await createClustersAndPods(env.kc, ns, {
+    prefix: 'm',
+    app: 'mem-app',
+    clusters: s.clusters,
+    podsPerCluster: s.podsPerCluster,
+    configmaps: ['mem-config-0', 'mem-config-1'],
+    concurrency: s.createConcurrency,
+  });
+  const createSec = tc() / 1000;
+  say(`memory: created ${made.clusters + made.pods} objects in ${round(createSec)} s`);
+
+  const rec: ReconcilerProcess = await startReconciler(env, { identity: 'bench-memory' });
+  try {
+    const ts = timer();
+    for (;;) {
+      const r = await fetch(`http://127.0.0.1:${rec.port}/readyz`).catch(() => undefined);
+      if (r?.status === 200) break;
+      if (ts() > 300_000) throw new Error('reconciler caches not synced within 300 s');
+      if (rec.exited) throw new Error(`reconciler exited:\n${rec.output().slice(-2000)}`);
+      await sleep(200);
+    }
+    const syncSeconds = round(ts() / 1000);
+    // Settle after the initial lists; sample a few times and keep the last (RSS after the list buffers are gone).
+    let c: ReconcilerCounters = await counters(rec);
+    for (let i = 0; i < 5; i++) {
+      await sleep(1000);
+      c = await counters(rec);
+    }
+    if (c.podWrites + c.statusWrites > 0) throw new Error('the standby reconciler wrote; the Lease did not hold it');
+    const standby = { syncSeconds, rssMiB: mib(c.rssBytes), heapUsedMiB: mib(c.heapUsedBytes) };
+    say(`memory: standby with ${made.clusters} clusters / ${made.pods} pods cached: RSS ${standby.rssMiB} MiB`);
+
+    // Release the Lease: the reconciler leads and delivers to every pod.
+    await apply(env, [lease('', 1)]);
+    const td = timer();
+    let peak = 0;
+    let leading: MemoryResult['leading'];
+    try {
+      const done = await waitQuiet(
+        rec,
+        'memory: delivery',
+        (x) => x.podWrites >= made.pods && x.statusWrites >= made.clusters,
+        s.deliveryDeadlineSec * 1000,
+        { quietMs: 3000, onSample: (x) => (peak = Math.max(peak, x.rssBytes)) },
+      );
+      const deliverySeconds = round(td() / 1000);
+      await sleep(SETTLE_MS);
+      const settled = await counters(rec);
+      leading = {
+        deliverySeconds,
+        podWrites: done.podWrites,
+        statusWrites: done.statusWrites,
+        peakRssMiB: mib(peak),
+        rssMiB: mib(done.rssBytes),
+        heapUsedMiB: mib(done.heapUsedBytes),
+        settledRssMiB: mib(settled.rssBytes),
+        settledHeapUsedMiB: mib(settled.heapUsedBytes),
+        settleSeconds: SETTLE_MS / 1000,
+        completed: true,
+      };
+    } catch (e) {
+      say(`memory: ${(e as Error).message}`);
+      const x = await counters(rec);
+      leading = {
+        deliverySeconds: round(td() / 1000),
+        podWrites: x.podWrites,
+        statusWrites: x.statusWrites,
+        peakRssMiB: mib(Math.max(peak, x.rssBytes)),
+        rssMiB: mib(x.rssBytes),
+        heapUsedMiB: mib(x.heapUsedBytes),
+        settledRssMiB: NaN,
+        settledHeapUsedMiB: NaN,
+        settleSeconds: 0,
+        completed: false,
+      };
+    }
+    return {
+      clusters: made.clusters,
+      pods: made.pods,
+      create: { seconds: round(createSec), objectsPerSecond: round((made.clusters + made.pods) / createSec) },
+      standby,
+      leading,
+    };
+  } finally {
+    await rec.stop();
+    if (logDir) writeFileSync(join(logDir, 'memory-reconciler.log'), rec.output());
+  }
+}

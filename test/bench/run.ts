@@ -1,0 +1,193 @@
+/**
+ * `npm run bench [-- --scale large] [-- --only admission-direct,fanout] [-- --cpu-prof] [-- --no-pin]`
+ *
+ * Starts a control plane of its own (loopback only, audit log of every write), runs the sections in
+ * order and writes test/bench/results/<date>[-<scale>].md and .json: every figure, its target from
+ * DESIGN §10, the baseline it is compared with (measured in the same run), and the machine (cores, CPU
+ * model, Node version, load average before and after each section). A section that fails is reported
+ * as failed and the others still run.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startControlPlane } from '../controlplane/controlplane.js';
+import { ensureCrds } from '../support/crds.js';
+import { startAdmission, type RunningAdmission } from '../e2e/admission-service.js';
+import { admissionDirect, seedAdmissionNamespace } from './admission-direct.js';
+import { admissionApiServer } from './admission-apiserver.js';
+import { benchEnv, loadAverage, machineInfo, say, timer } from './env.js';
+import { fanout } from './fanout.js';
+import { reconcilerMemory } from './memory.js';
+import { summarizeProfiles } from './profile.js';
+import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
+import { SCALES, type Scale } from './scale.js';
+
+const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'memory'] as const;
+type SectionName = (typeof SECTIONS)[number];
+
+const { values } = parseArgs({
+  options: {
+    scale: { type: 'string', default: 'small' },
+    only: { type: 'string' },
+    out: { type: 'string' },
+    name: { type: 'string' },
+    note: { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
+    logs: { type: 'boolean', default: false },
+    'no-pin': { type: 'boolean', default: false },
+    'admission-arg': { type: 'string', multiple: true, default: [] },
+    render: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+  allowPositionals: false,
+});
+
+if (values.help) {
+  console.log(`npm run bench -- [options]
+  --scale small|large|smoke  counts and durations (default small: DESIGN §10 counts, a few minutes on 2 cores;
+                        large: more cores; smoke: checks the bench itself runs, figures meaningless)
+  --only a,b            sections to run: ${SECTIONS.join(', ')} (default all)
+  --out DIR             where the report goes (default test/bench/results)
+  --name NAME           report file name without extension (default <date>[-<scale>])
+  --note TEXT           a line for the report (e.g. what changed since the last run)
+  --cpu-prof            profile the admission service under load and summarize the profile in the report
+  --logs                keep the reconcilers' logs next to the report (<name>.logs/)
+  --no-pin              do not pin server and load generator to separate cores (taskset)
+  --admission-arg ARG   extra flag for the admission service (repeatable), e.g. --admission-arg=--log-level=debug
+  --render FILE.json    only rewrite the Markdown report of an earlier run from its JSON`);
+  process.exit(0);
+}
+
+if (values.render) {
+  const report = JSON.parse(readFileSync(values.render, 'utf8')) as BenchReport;
+  const md = values.render.replace(/\.json$/, '') + '.md';
+  writeFileSync(md, renderMarkdown(report));
+  console.log(`wrote ${md}`);
+  process.exit(0);
+}
+
+if (!(values.scale! in SCALES)) {
+  console.error(`--scale must be one of ${Object.keys(SCALES).join(', ')}`);
+  process.exit(2);
+}
+const scale: Scale = SCALES[values.scale as Scale['name']];
+const only = values.only ? values.only.split(',').map((s) => s.trim()) : [...SECTIONS];
+for (const s of only)
+  if (!(SECTIONS as readonly string[]).includes(s)) {
+    console.error(`unknown section ${s}; sections: ${SECTIONS.join(', ')}`);
+    process.exit(2);
+  }
+const wanted = (s: SectionName) => only.includes(s);
+
+const outDir = values.out ?? fileURLToPath(new URL('./results/', import.meta.url));
+const date = new Date().toISOString().slice(0, 10);
+const name = values.name ?? (scale.name === 'small' ? date : `${date}-${scale.name}`);
+mkdirSync(outDir, { recursive: true });
+const profDir = values['cpu-prof'] ? join(outDir, `${name}.profiles`) : undefined;
+const logDir = values.logs ? join(outDir, `${name}.logs`) : undefined;
+if (logDir) mkdirSync(logDir, { recursive: true });
+
+const total = timer();
+const report: BenchReport = {
+  name,
+  startedAt: new Date().toISOString(),
+  // The note is shown as such; the command is what to type to measure the same way again.
+  command: `npm run bench -- ${commandArgs(process.argv.slice(2)).join(' ')}`.replace(/ -- $/, ''),
+  note: values.note,
+  admissionArgs: values['admission-arg'],
+  scale,
+  machine: machineInfo(),
+  sections: {},
+};
+
+function commandArgs(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--note') i++;
+    else if (!argv[i]!.startsWith('--note=')) out.push(argv[i]!);
+  }
+  return out;
+}
+
+/** Records sections that could not run because what they share failed to start. */
+function failed(names: SectionName[], e: unknown): void {
+  const error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  say(`${names.join(', ')}: could not start: ${error}`);
+  for (const n of names.filter(wanted))
+    report.sections[n] = { loadBefore: loadAverage(), loadAfter: [], seconds: 0, error };
+}
+
+async function section<T>(name: SectionName, fn: () => Promise<T>): Promise<void> {
+  if (!wanted(name)) return;
+  say(`section ${name}: start (load average ${loadAverage().join(' ')})`);
+  const t = timer();
+  const loadBefore = loadAverage();
+  const entry: SectionResult = { loadBefore, loadAfter: [], seconds: 0 };
+  try {
+    entry.result = await fn();
+  } catch (e) {
+    entry.error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+    say(`section ${name}: FAILED: ${entry.error}`);
+  }
+  entry.seconds = Math.round(t() / 100) / 10;
+  entry.loadAfter = loadAverage();
+  report.sections[name] = entry;
+  say(`section ${name}: done in ${entry.seconds} s`);
+}
+
+say(`scale ${scale.name}, sections ${only.join(', ')}; ${report.machine.cores} cores, ${report.machine.cpuModel}`);
+const cp = await startControlPlane({ log: (m) => say(`control plane: ${m}`) });
+let svc: RunningAdmission | undefined;
+try {
+  if (wanted('admission-direct') || wanted('admission-apiserver'))
+    await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
+  if (wanted('fanout') || wanted('memory')) {
+    const env = await benchEnv(cp, 'bench-crds');
+    await ensureCrds(env);
+  }
+  await section('fanout', () => fanout(cp, scale, logDir));
+  await section('memory', () => reconcilerMemory(cp, scale, logDir));
+} finally {
+  await svc?.stop().catch(() => undefined);
+  await cp.stop();
+}
+
+/** The admission service on a seeded namespace, then both admission sections against it. */
+async function admission(): Promise<void> {
+  const env = await benchEnv(cp, 'bench-adm');
+  await ensureCrds(env);
+  await seedAdmissionNamespace(env);
+  const saved = process.env.NODE_OPTIONS;
+  if (profDir) {
+    mkdirSync(profDir, { recursive: true });
+    const preload = fileURLToPath(new URL('./cpu-profile-preload.mjs', import.meta.url));
+    process.env.NODE_OPTIONS = `${saved ?? ''} --import=${preload}`.trim();
+    process.env.KD_BENCH_CPU_PROF_DIR = profDir;
+  }
+  try {
+    svc = await startAdmission(env, values['admission-arg']);
+  } finally {
+    if (saved === undefined) delete process.env.NODE_OPTIONS;
+    else process.env.NODE_OPTIONS = saved;
+    delete process.env.KD_BENCH_CPU_PROF_DIR;
+  }
+  const running = svc;
+  await section('admission-direct', () =>
+    admissionDirect(env, running, scale.direct, { pin: !values['no-pin'], profile: !!profDir }),
+  );
+  await section('admission-apiserver', () => admissionApiServer(cp, env, running, scale));
+  await svc.stop();
+  svc = undefined;
+  if (profDir) report.profile = summarizeProfiles(profDir, 25);
+}
+
+report.finishedAt = new Date().toISOString();
+report.totalSeconds = Math.round(total() / 1000);
+report.loadAverageEnd = loadAverage();
+
+const jsonPath = join(outDir, `${name}.json`);
+const mdPath = join(outDir, `${name}.md`);
+writeFileSync(jsonPath, JSON.stringify(report, null, 2) + '\n');
+writeFileSync(mdPath, renderMarkdown(report));
+say(`report: ${mdPath} (+ .json), ${report.totalSeconds} s in total`);

@@ -1,0 +1,72 @@
+/**
+ * Every count and duration of the benchmark, per scale. `small` (the default) fits a 2-core machine in
+ * a few minutes and uses the counts of DESIGN §10; `large` (`npm run bench -- --scale large`) is for
+ * machines with more cores: longer runs, more rounds and bigger object counts; `smoke` only checks
+ * that the benchmark runs.
+ */
+export interface Scale {
+  name: 'smoke' | 'small' | 'large';
+  direct: {
+    /** Alternating rounds of (service, baseline) at full speed; the median round is reported. */
+    rounds: number;
+    warmupSec: number;
+    measureSec: number;
+    connections: number;
+    /** Fixed request rates for the latency table (requests per second). */
+    rates: number[];
+    rateSec: number;
+  };
+  apiserver: {
+    /** Creates (and as many updates) per mode. */
+    opsPerMode: number;
+    /** Operations in flight at once. */
+    concurrency: number;
+    /** Operations per block; blocks alternate webhook on/off. */
+    block: number;
+  };
+  fanout: {
+    clusters: number;
+    podsPerCluster: number;
+    idleSec: number;
+    /** Longest wait for the edit to reach every pod. */
+    deadlineSec: number;
+  };
+  memory: {
+    clusters: number;
+    podsPerCluster: number;
+    /** Objects created at once (the API server's mutating in-flight limit is 200). */
+    createConcurrency: number;
+    /** Longest wait for the reconciler to deliver to every pod once it leads. */
+    deliveryDeadlineSec: number;
+  };
+  /** Objects created at once in the smaller sections. */
+  createConcurrency: number;
+}
+
+export const SCALES: Record<Scale['name'], Scale> = {
+  /** Checks that the benchmark itself works end to end in about two minutes; its figures mean little. */
+  smoke: {
+    name: 'smoke',
+    direct: { rounds: 1, warmupSec: 1, measureSec: 3, connections: 8, rates: [200, 500], rateSec: 2 },
+    apiserver: { opsPerMode: 40, concurrency: 4, block: 20 },
+    fanout: { clusters: 20, podsPerCluster: 5, idleSec: 10, deadlineSec: 60 },
+    memory: { clusters: 100, podsPerCluster: 5, createConcurrency: 16, deliveryDeadlineSec: 60 },
+    createConcurrency: 16,
+  },
+  small: {
+    name: 'small',
+    direct: { rounds: 2, warmupSec: 2, measureSec: 6, connections: 16, rates: [200, 500, 1000], rateSec: 5 },
+    apiserver: { opsPerMode: 300, concurrency: 4, block: 50 },
+    fanout: { clusters: 200, podsPerCluster: 5, idleSec: 60, deadlineSec: 120 },
+    memory: { clusters: 2000, podsPerCluster: 5, createConcurrency: 24, deliveryDeadlineSec: 240 },
+    createConcurrency: 16,
+  },
+  large: {
+    name: 'large',
+    direct: { rounds: 3, warmupSec: 5, measureSec: 15, connections: 32, rates: [200, 500, 1000, 2000], rateSec: 10 },
+    apiserver: { opsPerMode: 1000, concurrency: 16, block: 100 },
+    fanout: { clusters: 1000, podsPerCluster: 5, idleSec: 60, deadlineSec: 300 },
+    memory: { clusters: 4000, podsPerCluster: 5, createConcurrency: 64, deliveryDeadlineSec: 600 },
+    createConcurrency: 32,
+  },
+};
