@@ -10,7 +10,6 @@ import { parse } from 'yaml';
 import { DNS1123_SUBDOMAIN_MAX, invalidObjectName } from '../src/names.js';
 import { API_VERSION, GROUP, KDAPP_PLURAL, KDCLUSTER_PLURAL, KIND_OF_LIST, VERSION } from '../src/types.js';
 
- 
 const crd = (file: string): any =>
   parse(readFileSync(fileURLToPath(new URL(`../../charts/kd-connections/crds/${file}`, import.meta.url)), 'utf8'));
 const clusterCrd = crd('kubedirector.hpe.com_kubedirectorclusters.yaml');
