@@ -4,7 +4,7 @@
  */
 import { delimiter } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, errorMessage } from '@kd-connections/shared';
+import { createLogger, errorMessage, flushLogs } from '@kd-connections/shared';
 import { ConfigError, parseConfig, usage, type AdmissionConfig } from './config.js';
 import { AdmissionService } from './service.js';
 
@@ -40,10 +40,10 @@ async function main(): Promise<void> {
     stopping = true;
     log.info('signal received', { signal });
     service.stop().then(
-      () => process.exit(0),
+      () => flushLogs().then(() => process.exit(0)),
       (e) => {
         log.error('shutdown failed', { error: errorMessage(e) });
-        process.exit(1);
+        void flushLogs().then(() => process.exit(1));
       },
     );
   };

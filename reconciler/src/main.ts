@@ -5,7 +5,7 @@
  * SIGTERM/SIGINT: stop working, release the lease, exit.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, errorMessage, FlagError, flagsHelp, KubeClient } from '@kd-connections/shared';
+import { createLogger, errorMessage, FlagError, flagsHelp, flushLogs, KubeClient } from '@kd-connections/shared';
 import { loadConfig, RECONCILER_FLAGS, type ReconcilerConfig } from './config.js';
 import { Controller } from './controller.js';
 import { LeaderElector } from './leader-election.js';
@@ -78,6 +78,7 @@ const shutdown = async (signal: string) => {
   await controller.caches.stop();
   await probes.close();
   client.close();
+  await flushLogs();
   process.exit(0);
 };
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

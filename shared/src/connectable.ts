@@ -12,8 +12,19 @@ const NUMERIC_VERSION = /^\d+(\.\d+)*$/;
 
 export type VersionSpec = { kind: 'exact'; value: string } | { kind: 'range'; range: string };
 
+const parsedSpecs = new Map<string, VersionSpec | undefined>();
+
 /** Parses the version field of an entry; undefined when it is neither a version nor a valid range. */
 export function parseVersionSpec(spec: string): VersionSpec | undefined {
+  // Every review checks the same few entries of the same apps: parse each text once (bounded memo).
+  if (parsedSpecs.has(spec)) return parsedSpecs.get(spec);
+  const parsed = parseVersionSpecUncached(spec);
+  if (parsedSpecs.size >= 1000) parsedSpecs.clear();
+  parsedSpecs.set(spec, parsed);
+  return parsed;
+}
+
+function parseVersionSpecUncached(spec: string): VersionSpec | undefined {
   const s = spec.trim();
   if (s === '') return undefined;
   if (EXACT_VERSION.test(s)) return { kind: 'exact', value: s };
@@ -21,8 +32,27 @@ export function parseVersionSpec(spec: string): VersionSpec | undefined {
   return range === null ? undefined : { kind: 'range', range };
 }
 
+const parsedVersions = new Map<string, semver.SemVer | null>();
+const ranges = new Map<string, semver.Range>();
+
 function loose(version: string): semver.SemVer | null {
-  return semver.parse(version, { loose: true }) ?? semver.coerce(version, { includePrerelease: true });
+  let v = parsedVersions.get(version);
+  if (v === undefined) {
+    v = semver.parse(version, { loose: true }) ?? semver.coerce(version, { includePrerelease: true });
+    if (parsedVersions.size >= 1000) parsedVersions.clear();
+    parsedVersions.set(version, v);
+  }
+  return v;
+}
+
+function rangeOf(range: string): semver.Range {
+  let r = ranges.get(range);
+  if (!r) {
+    r = new semver.Range(range, { loose: true });
+    if (ranges.size >= 1000) ranges.clear();
+    ranges.set(range, r);
+  }
+  return r;
 }
 
 export function versionMatches(spec: string, version: string | undefined): boolean {
@@ -42,7 +72,7 @@ export function versionMatches(spec: string, version: string | undefined): boole
     return true;
   }
   const v = loose(version);
-  return v !== null && semver.satisfies(v, parsed.range, { loose: true });
+  return v !== null && rangeOf(parsed.range).test(v);
 }
 
 export function entryMatches(entry: ConnectableToEntry, target: KDAppSpec): boolean {

@@ -1,3 +1,5 @@
+import { write, writeSync } from 'node:fs';
+
 /**
  * Structured JSON logs, one object per line. Callers pass identifiers (uid, kind, namespace/name,
  * decision, latency) — never object bodies — so Secret data cannot end up in a log by accident.
@@ -21,6 +23,57 @@ export function parseLogLevel(v: string | undefined, fallback: LogLevel = 'info'
   return v && v in ORDER ? (v as LogLevel) : fallback;
 }
 
+/**
+ * Writes lines to stdout in batches and off the event loop. On Linux a write to a pipe (a container's
+ * stdout) blocks the process until the reader takes it, and one log line per admission review would be
+ * one such write per review. Here lines collect while one asynchronous write (libuv thread pool) is in
+ * flight, and leave together in the next. Whatever is pending when the process exits is written
+ * synchronously, so process.exit() loses nothing.
+ */
+const idleWaiters: (() => void)[] = [];
+let stdoutBusy = () => false;
+
+/** Resolves when every line logged so far has been written (call before process.exit). */
+export function flushLogs(): Promise<void> {
+  if (!stdoutBusy()) return Promise.resolve();
+  return new Promise((r) => idleWaiters.push(r));
+}
+
+export function batchedStdout(fd = 1): (line: string) => void {
+  let pending: string[] = [];
+  let writing = false;
+  stdoutBusy = () => writing || pending.length > 0;
+  const flush = () => {
+    if (!writing && pending.length === 0) for (const w of idleWaiters.splice(0)) w();
+    if (writing || pending.length === 0) return;
+    const chunk = Buffer.from(pending.join(''), 'utf8');
+    pending = [];
+    writing = true;
+    const writeAll = (buf: Buffer) =>
+      write(fd, buf, (err, n) => {
+        if (!err && n < buf.length) return writeAll(buf.subarray(n));
+        writing = false; // on error (stdout closed) the lines are dropped: nothing better to do with them
+        flush();
+      });
+    writeAll(chunk);
+  };
+  process.on('exit', () => {
+    if (pending.length === 0) return;
+    try {
+      writeSync(fd, pending.join(''));
+    } catch {
+      // stdout is gone; nothing more to do
+    }
+    pending = [];
+  });
+  return (line) => {
+    pending.push(line + '\n');
+    if (!writing && pending.length === 1) setImmediate(flush);
+  };
+}
+
+let sharedStdout: ((line: string) => void) | undefined;
+
 export function createLogger(opts: {
   level?: LogLevel;
   component: string;
@@ -28,7 +81,7 @@ export function createLogger(opts: {
   base?: LogFields;
 }): Logger {
   const level = opts.level ?? 'info';
-  const write = opts.write ?? ((line: string) => process.stdout.write(line + '\n'));
+  const write = opts.write ?? (sharedStdout ??= batchedStdout());
   const make = (base: LogFields): Logger => {
     const emit = (l: LogLevel, msg: string, fields?: LogFields) => {
       if (ORDER[l] < ORDER[level]) return;
