@@ -2,7 +2,14 @@
  * The HTTP edge: Express routes for the webhooks, health, readiness and metrics. Everything about a
  * review's content is decided by runWebhook; this file only enforces HTTP hygiene (DESIGN §4), logs one
  * line per review and counts it. Bad input always gets an answer, never an exception.
+ *
+ * Reviews are the hot path: a POST to a webhook's exact path is answered straight from node's request
+ * and response, before Express (whose routing, request/response decoration and res.json cost about as
+ * much CPU as deciding the review; see test/bench). Any other request — health, readiness, metrics,
+ * other methods, unknown paths, and path variants Express also matches — goes through Express, which
+ * answers a review the same way.
  */
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { errorMessage, type Logger } from '@kd-connections/shared';
 import { parseAdmissionReview } from './admission-review.js';
@@ -27,7 +34,7 @@ export interface AppOptions {
   maxBodyBytes?: number;
 }
 
-export function createApp(opts: AppOptions): express.Express {
+export function createApp(opts: AppOptions): RequestListener {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -63,25 +70,49 @@ export function createApp(opts: AppOptions): express.Express {
 
   app.use((req, res) => text(res, 404, `no webhook at ${req.path}`));
   // Express 5 forwards rejected promises here; answer rather than drop the connection.
-  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    opts.log.error('unhandled error in a request', { error: errorMessage(err) });
-    if (!res.headersSent) text(res, 500, 'internal error');
-    else res.end();
-  });
-  return app;
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => unhandled(err, res, opts));
+
+  const byPath = new Map(opts.webhooks.map((w) => [w.path, w]));
+  return (req, res) => {
+    if (req.method === 'POST') {
+      const url = req.url ?? '';
+      const q = url.indexOf('?');
+      // The API server calls exactly the configured URL, plus ?timeout=Ns.
+      const webhook = byPath.get(q < 0 ? url : url.slice(0, q));
+      if (webhook) {
+        if (draining()) res.setHeader('Connection', 'close');
+        serveReview(webhook, req, res, opts, limit, draining).catch((err: unknown) => unhandled(err, res, opts));
+        return;
+      }
+    }
+    app(req, res);
+  };
 }
 
-function text(res: Response, status: number, body: string): void {
-  res
-    .status(status)
-    .type('text/plain; charset=utf-8')
-    .send(body + '\n');
+function unhandled(err: unknown, res: ServerResponse, opts: AppOptions): void {
+  opts.log.error('unhandled error in a request', { error: errorMessage(err) });
+  if (!res.headersSent) text(res, 500, 'internal error');
+  else res.end();
+}
+
+/** A plain-text answer (what Express's res.type().send() wrote, without Express). */
+function text(res: ServerResponse, status: number, body: string): void {
+  const bytes = Buffer.from(body + '\n', 'utf8');
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': bytes.length });
+  res.end(bytes);
+}
+
+/** A JSON answer (what Express's res.json() wrote: same content type, no ETag). */
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const bytes = Buffer.from(JSON.stringify(value), 'utf8');
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': bytes.length });
+  res.end(bytes);
 }
 
 async function serveReview(
   webhook: Webhook,
-  req: Request,
-  res: Response,
+  req: IncomingMessage,
+  res: ServerResponse,
   opts: AppOptions,
   limit: number,
   draining: () => boolean,
@@ -144,7 +175,7 @@ async function serveReview(
     latencyMs: ms(latency),
   });
   if (draining()) res.setHeader('Connection', 'close');
-  res.status(200).json(outcome.review);
+  sendJson(res, 200, outcome.review);
 }
 
 const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
