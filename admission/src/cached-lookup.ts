@@ -82,6 +82,11 @@ export function slimObject<T extends { metadata?: Record<string, unknown> }>(obj
 
 const enc = encodeURIComponent;
 
+/** Kubernetes' rule for a name in a URL path (IsValidPathSegmentName), and not empty. */
+function pathSegment(s: unknown): boolean {
+  return typeof s === 'string' && s !== '' && s !== '.' && s !== '..' && !s.includes('/') && !s.includes('%');
+}
+
 export class CachedLookup implements AppLookup {
   constructor(
     private readonly stores: LookupStores,
@@ -98,6 +103,9 @@ export class CachedLookup implements AppLookup {
     accept: string,
     reduce: (o: T) => T,
   ): Promise<T | undefined> {
+    // A name the API server cannot hold would make a different URL ("." and ".." are resolved away,
+    // "%" is refused): such an object does not exist, and nothing is asked.
+    if (!pathSegment(namespace) || !pathSegment(name)) return undefined;
     const cached = store?.get(namespace, name);
     if (cached) {
       this.onLookup(kind, 'cache');

@@ -38,6 +38,14 @@ export interface AdmissionConfig {
   webhookConfigurations: WebhookConfigurationRef[];
   servingCertLifetimeMs: number;
   caLifetimeMs: number;
+  /** Longest wait for a request's headers (Node's headersTimeout); above the 90 s+ keep-alive by default. */
+  headersTimeoutMs: number;
+  /** Longest wait for a whole request, body included (Node's requestTimeout). */
+  requestTimeoutMs: number;
+  /** PEM file of the CA(s) a client certificate must chain to; set: every connection must present one. */
+  clientCaFile: string | undefined;
+  /** With clientCaFile: the client certificate's CN or one of its SANs must be one of these (empty: any). */
+  clientAllowedNames: string[];
 }
 
 interface Option {
@@ -151,6 +159,28 @@ const OPTIONS: Option[] = [
     env: 'KD_ADMISSION_CA_LIFETIME',
     default: '87600h',
     help: 'bootstrap: CA lifetime; renewed at two thirds, old and new CA both published meanwhile',
+  },
+  {
+    flag: 'headers-timeout',
+    env: 'KD_ADMISSION_HEADERS_TIMEOUT',
+    default: '105',
+    help: "seconds a client may take to send a request's headers (slow clients are cut off); ≤ --request-timeout",
+  },
+  {
+    flag: 'request-timeout',
+    env: 'KD_ADMISSION_REQUEST_TIMEOUT',
+    default: '120',
+    help: 'seconds a client may take to send a whole request, body included',
+  },
+  {
+    flag: 'client-ca-file',
+    env: 'KD_ADMISSION_CLIENT_CA_FILE',
+    help: 'require a client certificate signed by this CA (PEM) on every connection, probes included (use tcpSocket probes); default off',
+  },
+  {
+    flag: 'client-allowed-names',
+    env: 'KD_ADMISSION_CLIENT_ALLOWED_NAMES',
+    help: "with --client-ca-file: comma-separated names, one of which the client certificate's CN or a SAN must be (default: any)",
   },
 ];
 
@@ -285,6 +315,18 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
       );
     }
   }
+  const headersTimeoutMs = seconds('headers-timeout', get('headers-timeout')!, 0.1);
+  const requestTimeoutMs = seconds('request-timeout', get('request-timeout')!, 0.1);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      `--headers-timeout (${get('headers-timeout')}) must not exceed --request-timeout (${get('request-timeout')})`,
+    );
+  }
+  const clientCaFile = get('client-ca-file');
+  const clientAllowedNames = list(get('client-allowed-names'));
+  if (clientAllowedNames.length > 0 && !clientCaFile) {
+    throw new ConfigError('--client-allowed-names needs --client-ca-file');
+  }
   return {
     port,
     bindAddress: get('bind-address')!,
@@ -307,5 +349,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     webhookConfigurations: hooks,
     servingCertLifetimeMs,
     caLifetimeMs,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    clientCaFile,
+    clientAllowedNames,
   };
 }

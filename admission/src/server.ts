@@ -3,7 +3,9 @@
  * replaced at any time (setSecureContext: new handshakes use it; a kept-alive connection set up with the
  * old one gets `Connection: close` on its next answer, so clients move over without a failed request),
  * keep-alive longer than the API server's 90 s idle timeout, and a graceful shutdown that stops
- * accepting, tells clients to close, lets in-flight reviews finish and then returns.
+ * accepting, tells clients to close, lets in-flight reviews finish and then returns. Optionally every
+ * client must present a certificate signed by a given CA (the API server authenticating itself, as an
+ * AdmissionConfiguration kubeConfigFile sets up), with its CN or a SAN from an allow-list.
  */
 import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
@@ -32,6 +34,26 @@ export interface ServerOptions {
   port: number;
   log?: Logger;
   metrics?: AdmissionMetrics;
+  /** Default HEADERS_TIMEOUT_MS. */
+  headersTimeoutMs?: number;
+  /** Default REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
+  /** PEM of the CA(s) client certificates must chain to; set: a connection without one is refused in the handshake. */
+  clientCaPem?: string;
+  /** With clientCaPem: the client certificate's CN or a SAN must be one of these; empty: any. */
+  clientAllowedNames?: string[];
+}
+
+/** CN and SAN values (DNS, IP, URI, email) of a peer certificate, as Node describes it. */
+function certificateNames(cert: { subject?: Record<string, unknown>; subjectaltname?: string }): string[] {
+  const names: string[] = [];
+  const cn = cert.subject?.CN;
+  for (const v of Array.isArray(cn) ? cn : [cn]) if (typeof v === 'string') names.push(v);
+  for (const part of (cert.subjectaltname ?? '').split(', ')) {
+    const at = part.indexOf(':');
+    if (at > 0) names.push(part.slice(at + 1));
+  }
+  return names;
 }
 
 export class AdmissionServer implements CertificateSink {
@@ -48,12 +70,22 @@ export class AdmissionServer implements CertificateSink {
     this.log = opts.log ?? silentLogger;
     this.firstCertificate = new Promise((r) => (this.resolveFirst = r));
     // No certificate yet: listen() waits for the first setCertificate, so no handshake ever lacks one.
+    const headersTimeout = opts.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+    const requestTimeout = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    const mtls = opts.clientCaPem !== undefined;
     this.server = https.createServer(
       {
         minVersion: 'TLSv1.2',
         keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-        headersTimeout: HEADERS_TIMEOUT_MS,
-        requestTimeout: REQUEST_TIMEOUT_MS,
+        headersTimeout,
+        requestTimeout,
+        // Node checks both timeouts on this period (default 30 s); lowered only with lowered timeouts.
+        connectionsCheckingInterval: Math.min(
+          30_000,
+          Math.max(100, Math.floor(Math.min(headersTimeout, requestTimeout) / 2)),
+        ),
+        requestCert: mtls,
+        rejectUnauthorized: mtls,
       } as https.ServerOptions,
       (req, res) => {
         // A connection set up with a replaced certificate is closed after this answer: the client's
@@ -69,13 +101,30 @@ export class AdmissionServer implements CertificateSink {
         opts.app(req, res);
       },
     );
+    const allowed = new Set(opts.clientAllowedNames ?? []);
     this.server.on('secureConnection', (s: TaggedSocket) => {
       s[SERVED] = s.getX509Certificate()?.fingerprint256;
+      // Node's headersTimeout starts at a request's first byte, so a connection that never sends one
+      // would be held (a descriptor each) forever; it gets the same time to send it. (bytesRead counts
+      // decrypted bytes: zero means no request was even begun; one begun is Node's to time out.)
+      const idle = setTimeout(() => {
+        if (s.bytesRead === 0) s.destroy();
+      }, headersTimeout);
+      idle.unref();
+      s.once('close', () => clearTimeout(idle));
+      // The chain was verified in the handshake; the names are checked here, before any request is read.
+      if (mtls && allowed.size > 0) {
+        const names = certificateNames(s.getPeerCertificate());
+        if (!names.some((n) => allowed.has(n))) {
+          this.log.warn('client certificate name not allowed; connection closed', { names: names.slice(0, 8) });
+          s.destroy();
+        }
+      }
     });
     // Node 20 takes these from the assignment rather than from the options in some paths; set both.
     this.server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-    this.server.headersTimeout = HEADERS_TIMEOUT_MS;
-    this.server.requestTimeout = REQUEST_TIMEOUT_MS;
+    this.server.headersTimeout = headersTimeout;
+    this.server.requestTimeout = requestTimeout;
     this.server.on('connection', (s: Socket) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
@@ -91,7 +140,10 @@ export class AdmissionServer implements CertificateSink {
       this.opts.metrics?.tlsReloads.inc({ result: 'rejected' });
       throw e;
     }
-    this.server.setSecureContext(tlsOptions(certPem, keyPem));
+    this.server.setSecureContext({
+      ...tlsOptions(certPem, keyPem),
+      ...(this.opts.clientCaPem !== undefined ? { ca: this.opts.clientCaPem } : {}),
+    });
     this.fingerprint = new X509Certificate(certPem).fingerprint256;
     const first = !this.loaded;
     this.loaded = true;

@@ -3,6 +3,7 @@
  * certificate source feeding the server. `main.ts` adds the process around it (flags, signals).
  * A certificate bootstrapper plugs in as another CertificateSource, or calls `setCertificate` itself.
  */
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage, KubeClient, type Logger } from '@kd-connections/shared';
@@ -53,6 +54,14 @@ export function bootstrapSource(config: AdmissionConfig, kubeConfig: KubeConfig,
   });
 }
 
+/** The client CA bundle, read once at start; a missing or certificate-less file stops the start. */
+function readClientCa(file: string): string {
+  const pem = readFileSync(file, 'utf8');
+  if (!pem.includes('-----BEGIN CERTIFICATE-----'))
+    throw new Error(`--client-ca-file ${file} holds no PEM certificate`);
+  return pem;
+}
+
 export class AdmissionService implements CertificateSink {
   readonly metrics: AdmissionMetrics;
   readonly caches: AdmissionCaches;
@@ -96,6 +105,10 @@ export class AdmissionService implements CertificateSink {
       port: config.port,
       log,
       metrics: this.metrics,
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      clientCaPem: config.clientCaFile !== undefined ? readClientCa(config.clientCaFile) : undefined,
+      clientAllowedNames: config.clientAllowedNames,
     });
     this.source =
       opts.certificateSource ??
@@ -134,6 +147,7 @@ export class AdmissionService implements CertificateSink {
       tlsMode: this.opts.config.tlsMode,
       systemNamespace: this.opts.config.systemNamespace,
       secretConnections: this.opts.config.secretConnections,
+      clientCertificates: this.opts.config.clientCaFile !== undefined ? 'required' : 'off',
     });
     return port;
   }

@@ -48,6 +48,102 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/**
+ * The JSON type of every field the decisions read, where the object's schema fixes it. A mutating
+ * webhook sees an object before the API server checks it against the schema, and anything may come
+ * from a client other than the API server: a field of the wrong type is a 400 naming it, rather than an
+ * exception deep in a rule. `required` fields must be present; the others only when present (null
+ * counts as absent). `[]` in a path means every element of that array.
+ */
+type Shape = [path: string, type: 'object' | 'string' | 'objects' | 'strings', required?: true];
+
+const REQUEST_SHAPE: Shape[] = [
+  ['name', 'string'],
+  ['namespace', 'string'],
+];
+const METADATA: Shape[] = [
+  ['metadata', 'object'],
+  ['metadata.name', 'string'],
+  ['metadata.generateName', 'string'],
+  ['metadata.namespace', 'string'],
+  ['metadata.labels', 'strings'],
+  ['metadata.annotations', 'strings'],
+];
+const OBJECT_SHAPES: Record<string, Shape[]> = {
+  KubeDirectorCluster: [
+    ...METADATA,
+    ['spec', 'object', true],
+    // Connection lists and the generator of any type are handled by the rules themselves (a string
+    // generator is replaced by the mutating webhook, as before).
+    ['spec.app', 'string'],
+  ],
+  KubeDirectorApp: [...METADATA, ['spec', 'object', true]],
+  Pod: [
+    ...METADATA,
+    ['spec', 'object', true],
+    ['spec.containers', 'objects'],
+    ['spec.containers[].volumeMounts', 'objects'],
+    ['spec.volumes', 'objects'],
+  ],
+};
+
+const TYPE_NAMES = {
+  object: 'an object',
+  string: 'a string',
+  objects: 'a list of objects',
+  strings: 'a map of strings',
+};
+
+function hasType(v: unknown, type: Shape[1]): boolean {
+  switch (type) {
+    case 'object':
+      return isObject(v);
+    case 'string':
+      return typeof v === 'string';
+    case 'objects':
+      return Array.isArray(v) && v.every((x) => isObject(x));
+    case 'strings':
+      return isObject(v) && Object.values(v).every((x) => typeof x === 'string');
+  }
+}
+
+/** The first field of `root` whose type is wrong, as a message; undefined when all are right. */
+function misshapen(prefix: string, root: unknown, shapes: Shape[]): string | undefined {
+  for (const [path, type, required] of shapes) {
+    // Every value the path reaches, with its printed location; `[]` fans out over array elements.
+    let at: [string, unknown][] = [[prefix, root]];
+    for (const key of path.split('.')) {
+      const fan = key.endsWith('[]');
+      const name = fan ? key.slice(0, -2) : key;
+      const next: [string, unknown][] = [];
+      for (const [where, v] of at) {
+        if (!isObject(v)) continue;
+        const child = v[name];
+        if (!fan) next.push([`${where}.${name}`, child]);
+        else if (Array.isArray(child)) child.forEach((c, i) => next.push([`${where}.${name}[${i}]`, c]));
+      }
+      at = next;
+    }
+    for (const [where, v] of at) {
+      if (v === undefined || v === null) {
+        if (required) return `${where}: required`;
+        continue;
+      }
+      if (!hasType(v, type)) return `${where}: must be ${TYPE_NAMES[type]}, got ${describe(v)}`;
+    }
+  }
+  return undefined;
+}
+
+/** A value for a message: short, and safe for anything JSON can hold. */
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? v.slice(0, 64) + '…' : v);
+  return typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`;
+}
+
 export function allow(note: string, warnings: string[] = []): Decision {
   return { allowed: true, note, warnings };
 }
@@ -64,19 +160,37 @@ export async function runWebhook(webhook: Webhook, review: AdmissionReview, deps
 
 async function decide(webhook: Webhook, request: AdmissionRequest, deps: WebhookDeps): Promise<Decision> {
   const op = request.operation;
-  if (!webhook.operations.includes(op as Operation)) return allow(`operation ${String(op)} is not checked`);
-  if (request.subResource) return allow(`subresource ${request.subResource} is not checked`);
-  const kind = request.kind;
-  if (kind && (kind.group !== webhook.group || kind.kind !== webhook.kind)) {
-    return allow(`unexpected kind ${kind.group}/${kind.kind}; this webhook judges ${webhook.group}/${webhook.kind}`);
+  // Request fields go into notes as descriptions, never through String(): a JSON object such as
+  // {"toString": 1} cannot be converted to a string at all.
+  if (!webhook.operations.includes(op as Operation)) return allow(`operation ${describe(op)} is not checked`);
+  if (request.subResource) return allow(`subresource ${describe(request.subResource)} is not checked`);
+  const kind = request.kind as unknown;
+  if (kind && (!isObject(kind) || kind.group !== webhook.group || kind.kind !== webhook.kind)) {
+    const what = isObject(kind) ? `${describe(kind.group)}/${describe(kind.kind)}` : describe(kind);
+    return allow(`unexpected kind ${what}; this webhook judges ${webhook.group}/${webhook.kind}`);
   }
   if (!isObject(request.object)) return reject(400, 'request.object is missing or not an object');
   if (op === 'UPDATE' && !isObject(request.oldObject)) {
     return reject(400, 'request.oldObject is missing or not an object on an UPDATE');
   }
+  const wrong =
+    misshapen('request', request, REQUEST_SHAPE) ??
+    misshapen('request.object', request.object, OBJECT_SHAPES[webhook.kind] ?? []) ??
+    (op === 'UPDATE'
+      ? misshapen('request.oldObject', request.oldObject, OBJECT_SHAPES[webhook.kind] ?? [])
+      : undefined);
+  if (wrong) return reject(400, wrong);
   // One review asks for the same objects repeatedly (the app once per connected cluster); answer each once.
   const scoped: WebhookDeps = { ...deps, lookup: memoizeLookup(deps.lookup) };
-  return webhook.decide(request as JudgedRequest, scoped);
+  try {
+    return await webhook.decide(request as JudgedRequest, scoped);
+  } catch (e) {
+    // JSON.parse takes any depth; comparing or quoting a value nested thousands of levels deep does not.
+    if (e instanceof RangeError && /call stack/i.test(e.message)) {
+      return reject(400, 'request.object is nested too deeply to be judged');
+    }
+    throw e;
+  }
 }
 
 /**

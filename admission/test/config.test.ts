@@ -25,7 +25,37 @@ describe('configuration', () => {
       webhookConfigurations: [],
       servingCertLifetimeMs: 8760 * 3_600_000,
       caLifetimeMs: 87600 * 3_600_000,
+      headersTimeoutMs: 105_000,
+      requestTimeoutMs: 120_000,
+      clientCaFile: undefined,
+      clientAllowedNames: [],
     });
+  });
+
+  it('reads the slow-client timeouts and optional client-certificate authentication', () => {
+    expect(
+      parseConfig(
+        [
+          '--headers-timeout=2',
+          '--request-timeout=4.5',
+          '--client-ca-file=/etc/kd/client-ca.crt',
+          '--client-allowed-names=kube-apiserver, front-proxy',
+        ],
+        {},
+      ),
+    ).toMatchObject({
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 4500,
+      clientCaFile: '/etc/kd/client-ca.crt',
+      clientAllowedNames: ['kube-apiserver', 'front-proxy'],
+    });
+    expect(() => parseConfig(['--headers-timeout=10', '--request-timeout=5'], {})).toThrow(
+      '--headers-timeout (10) must not exceed --request-timeout (5)',
+    );
+    expect(() => parseConfig(['--request-timeout=0'], {})).toThrow(ConfigError);
+    expect(() => parseConfig(['--client-allowed-names=kube-apiserver'], {})).toThrow(
+      '--client-allowed-names needs --client-ca-file',
+    );
   });
 
   it('reads bootstrap mode: Secret and Service from $POD_NAMESPACE, names, configurations, lifetimes', () => {

@@ -20,10 +20,24 @@ export interface ServiceProcess {
   readonly exited: boolean;
 }
 
-export function startService(script: string, args: string[], env: NodeJS.ProcessEnv = {}): ServiceProcess {
-  const child = spawn(process.execPath, [join(repoRoot, script), ...args], {
+export interface StartServiceOptions {
+  /** A command the node process runs under, e.g. ['setpriv', '--reuid', '65534', ..., '--']. */
+  prefix?: string[];
+  /** Working directory (default: the test's). */
+  cwd?: string;
+}
+
+export function startService(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  opts: StartServiceOptions = {},
+): ServiceProcess {
+  const [bin, ...pre] = [...(opts.prefix ?? []), process.execPath];
+  const child = spawn(bin!, [...pre, join(repoRoot, script), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: opts.cwd,
   });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
