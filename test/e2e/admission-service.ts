@@ -20,6 +20,7 @@ import {
   type V1ValidatingWebhook,
 } from '@kubernetes/client-node';
 import type { RunResult, TestEnv } from '../support/cluster.js';
+import { freePort } from '../controlplane/net.js';
 
 export const repoPath = (rel: string): string => fileURLToPath(new URL(`../../${rel}`, import.meta.url));
 const MAIN = repoPath('admission/dist/main.js');
@@ -95,11 +96,13 @@ export async function startAdmission(
     renameSync(join(dir, 'tls.crt.tmp'), certFile);
   };
   if (files) writeCertificate(env.info.webhookServing.certPem, env.info.webhookServing.keyPem);
+  const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
     [
       MAIN,
-      '--port=0',
+      // A port chosen here rather than read from the "listening" log line: any --log-level works.
+      `--port=${port}`,
       '--bind-address=127.0.0.1',
       ...(files ? [`--tls-cert-file=${certFile}`, `--tls-key-file=${keyFile}`] : []),
       `--kubeconfig=${env.info.kubeconfigPath}`,
@@ -129,25 +132,15 @@ export async function startAdmission(
     child.once('exit', (code, signal) => r({ code, signal })),
   );
 
-  const port = await new Promise<number>((ok, fail) => {
-    const timer = setInterval(() => {
-      const l = lines.find((x) => x.msg === 'listening');
-      if (l) {
-        clearInterval(timer);
-        ok(l.port as number);
-      }
-    }, 25);
-    void exited.then((e) => {
-      clearInterval(timer);
-      fail(new Error(`admission exited (${e.code ?? e.signal}) before listening:\n${stderr}`));
-    });
-  });
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void exited.then((e) => (exit = e));
   const url = (path: string) => `https://127.0.0.1:${port}${path}`;
   const get = async (path: string) => httpsGet(url(path), await trustedCa());
   // Ready = certificate loaded and every cache synced.
   for (let i = 0; ; i++) {
     const r = await get('/readyz').catch(() => undefined);
     if (r?.status === 200) break;
+    if (exit) throw new Error(`admission exited (${exit.code ?? exit.signal}) before it was ready:\n${stderr}`);
     if (i > 600) throw new Error(`admission not ready: ${r?.body}`);
     await sleep(50);
   }
