@@ -11,7 +11,7 @@ import type { TestEnv } from '../support/cluster.js';
 import { registerWebhooks, waitUntilLive, type RunningAdmission } from '../e2e/admission-service.js';
 import { seedAdmissionNamespace } from './admission-direct.js';
 import { benchEnv, mapLimit, say, timer } from './env.js';
-import { metricSum } from './probes.js';
+import { metricSum } from '../support/prometheus-text.js';
 import { notebookCluster } from './reviews.js';
 import type { Scale } from './scale.js';
 import { round, summarize, type Summary } from './stats.js';

@@ -8,19 +8,6 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 
-/** Sum of the samples of `name` whose labels include every given label. */
-export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
-    const m = /^([^{\s]+)(?:\{(.*)\})?\s+(\S+)$/.exec(line);
-    if (!m) continue;
-    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) sum += Number(m[3]);
-  }
-  return sum;
-}
-
 export function httpsPost(
   url: string,
   body: string,

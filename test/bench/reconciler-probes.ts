@@ -9,7 +9,7 @@ import { readAudit, type AuditEvent } from '../support/audit.js';
 import type { ReconcilerProcess } from '../support/reconciler.js';
 import { memberPod } from '../support/kd-objects.js';
 import { mapLimit, sleep, withRetry } from './env.js';
-import { metricSum } from './probes.js';
+import { metricSum } from '../support/prometheus-text.js';
 
 export interface ReconcilerCounters {
   podWrites: number;

@@ -336,6 +336,9 @@ describe('helm lint and helm template', () => {
         '--leader-elect=true',
         `--lease-name=${fullname}-reconciler`,
         `--lease-namespace=${NS}`,
+        '--lease-duration=15s',
+        '--renew-deadline=10s',
+        '--retry-period=2s',
         `--system-namespace=${NS}`,
       ]),
     );
@@ -522,6 +525,11 @@ describe('values.schema.json rejects bad values with a clear message', () => {
       sets({ 'secretConnections.enabled': false, 'secretConnections.inlineValues': true }),
       /at '\/secretConnections\/enabled': value must be true/,
       /secretConnections\.inlineValues=true needs secretConnections\.enabled=true/,
+    ],
+    [
+      'a lease duration without a unit',
+      sets({ 'reconciler.leaderElection.leaseDuration': '15 seconds' }),
+      /at '\/reconciler\/leaderElection\/leaseDuration': '15 seconds' does not match pattern/,
     ],
     [
       'two reconcilers without leader election',

@@ -21,6 +21,7 @@ import {
 } from '@kubernetes/client-node';
 import type { RunResult, TestEnv } from '../support/cluster.js';
 import { freePort } from '../controlplane/net.js';
+import { metricSum } from '../support/prometheus-text.js';
 
 export const repoPath = (rel: string): string => fileURLToPath(new URL(`../../${rel}`, import.meta.url));
 const MAIN = repoPath('admission/dist/main.js');
@@ -155,14 +156,7 @@ export async function startAdmission(
     logs: () => lines,
     writeCertificate,
     metrics,
-    async requests(labels) {
-      let sum = 0;
-      for (const m of (await metrics()).matchAll(/^kd_admission_requests_total\{([^}]*)\} (\d+)$/gm)) {
-        const have = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-        if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[2]);
-      }
-      return sum;
-    },
+    requests: async (labels) => metricSum(await metrics(), 'kd_admission_requests_total', labels),
     signal: (sig) => child.kill(sig),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

@@ -34,23 +34,6 @@ export function openFds(pid: number): number {
 
 export const mib = (kib: number): number => Math.round((kib / 1024) * 10) / 10;
 
-/** The value of one Prometheus sample (summed over series whose labels include `labels`); NaN if absent. */
-export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  let found = false;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
-    const m = /^([^{\s]+)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) {
-      sum += Number(m[3]);
-      found = true;
-    }
-  }
-  return found ? sum : NaN;
-}
-
 export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;

@@ -11,8 +11,15 @@ import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
 import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
-import { clusterStates, converged, sleep, testClient, waitQuiet } from '../support/reconciler-state.js';
+import type { ReconcilerProcess } from '../support/reconciler.js';
+import {
+  clusterStates,
+  converged,
+  sleep,
+  startSettledReconciler,
+  testClient,
+  waitQuiet,
+} from '../support/reconciler-state.js';
 import type { KubeClient } from '@kd-connections/shared';
 
 const env = useDedicatedControlPlane();
@@ -41,14 +48,7 @@ beforeAll(async () => {
     ...Object.entries(CLUSTERS).map(([c, cms]) => kdCluster(c, 'trainer', cms.length ? { configmaps: cms } : {})),
     ...Object.keys(CLUSTERS).flatMap((c) => [memberPod(`${c}-0`, c), memberPod(`${c}-1`, c)]),
   ]);
-  rec = await startReconciler(env);
-  await rec.waitForLog((l) => l.msg === 'became leader', 60_000);
-  await eventually(
-    'every cluster delivered',
-    async () => [...(await clusterStates(env, client)).values()].every(converged),
-    60_000,
-  );
-  await waitQuiet([rec]);
+  rec = await startSettledReconciler(env, client);
 }, 240_000);
 
 afterAll(async () => {

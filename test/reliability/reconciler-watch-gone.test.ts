@@ -15,8 +15,15 @@ import { compactEtcd } from '../support/etcd.js';
 import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
-import { clusterStates, converged, reconcilerWrites, testClient, waitQuiet } from '../support/reconciler-state.js';
+import type { ReconcilerProcess } from '../support/reconciler.js';
+import {
+  clusterStates,
+  converged,
+  reconcilerWrites,
+  startSettledReconciler,
+  testClient,
+  waitQuiet,
+} from '../support/reconciler-state.js';
 
 const env = useDedicatedControlPlane({ apiserverFlags: ['--watch-cache=false'] });
 let rec: ReconcilerProcess;
@@ -38,14 +45,7 @@ beforeAll(async () => {
     ),
     ...CLUSTERS.flatMap((c) => Array.from({ length: PODS_PER_CLUSTER }, (_, j) => memberPod(`${c}-${j}`, c))),
   ]);
-  rec = await startReconciler(env);
-  await rec.waitForLog((l) => l.msg === 'became leader', 60_000);
-  await eventually(
-    'every cluster delivered',
-    async () => [...(await clusterStates(env, client)).values()].every(converged),
-    60_000,
-  );
-  await waitQuiet([rec]);
+  rec = await startSettledReconciler(env, client);
 }, 240_000);
 
 afterAll(async () => {

@@ -38,7 +38,8 @@ import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, getJson, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';
 import { startReconciler } from '../support/reconciler.js';
 import { registerWebhooks, startAdmission, waitUntilLive, WEBHOOK_NAMES } from '../e2e/admission-service.js';
-import { mib, openFds, procStatus, sampleValue } from './admission-support.js';
+import { mib, openFds, procStatus } from './admission-support.js';
+import { sampleValue } from '../support/prometheus-text.js';
 
 const { values } = parseArgs({
   options: {

@@ -7,7 +7,8 @@
 import { KubeClient } from '@kd-connections/shared';
 import type { TestEnv } from './cluster.js';
 import { writes, type AuditEvent } from './audit.js';
-import type { ReconcilerProcess } from './reconciler.js';
+import { eventually } from './processes.js';
+import { startReconciler, type ReconcilerProcess } from './reconciler.js';
 
 export interface PodState {
   name: string;
@@ -127,4 +128,17 @@ export async function waitReady(rec: ReconcilerProcess, timeoutMs = 60_000): Pro
     if (Date.now() > end) throw new Error(`reconciler not ready after ${timeoutMs} ms:\n${rec.output().slice(-3000)}`);
     await sleep(100);
   }
+}
+
+/** Starts a reconciler, waits until it leads, every kdcluster of the namespace is delivered, and it is quiet. */
+export async function startSettledReconciler(env: TestEnv, client: KubeClient): Promise<ReconcilerProcess> {
+  const rec = await startReconciler(env);
+  await rec.waitForLog((l) => l.msg === 'became leader', 60_000);
+  await eventually(
+    'every cluster delivered',
+    async () => [...(await clusterStates(env, client)).values()].every(converged),
+    60_000,
+  );
+  await waitQuiet([rec]);
+  return rec;
 }

@@ -2,6 +2,7 @@
 import { freePort } from '../controlplane/net.js';
 import type { TestEnv } from './cluster.js';
 import { startService, type ServiceProcess } from './processes.js';
+import { metricSum } from './prometheus-text.js';
 
 export interface ReconcilerProcess extends ServiceProcess {
   port: number;
@@ -30,15 +31,7 @@ export async function startReconciler(
   ]);
   const metric = async (name: string, labels: Record<string, string> = {}) => {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    let sum = 0;
-    for (const line of text.split('\n')) {
-      if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
-      const m = /^([^{\s]+)(?:\{(.*)\})?\s+(\S+)$/.exec(line);
-      if (!m) continue;
-      const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-      if (Object.entries(labels).every(([k, v]) => got[k] === v)) sum += Number(m[3]);
-    }
-    return sum;
+    return metricSum(text, name, labels);
   };
   return Object.assign(p, { port, identity, metric });
 }
