@@ -8,14 +8,26 @@
  *    are asserted one by one.
  * 2. The built services need no writable filesystem and no root: each runs as uid/gid 65534 (setpriv
  *    --reuid 65534 --regid 65534 --clear-groups) with the chart's container arguments, in a working
- *    directory it cannot write, with TMPDIR and HOME pointing there too, the repository not writable to
- *    it either; each starts, becomes ready and serves, and leaves no file behind in /tmp.
+ *    directory it cannot write, with TMPDIR and HOME pointing there too, the code not writable to it
+ *    either; each starts, becomes ready and serves, and leaves no file behind in /tmp. The code runs
+ *    from a root-owned copy of the built workspaces (hard links where possible), because the checkout
+ *    may sit below a directory uid 65534 cannot enter (/root, a mktemp -d).
  *
  * RBAC of both service accounts is verified by the chart tests (test/chart/install.test.ts and
  * test/chart/bootstrap-rbac.test.ts, `kubectl auth can-i --list`).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +45,7 @@ let admissionDeployment: Doc;
 let reconcilerDeployment: Doc;
 const started: ServiceProcess[] = [];
 let dir: string;
+let stage: string;
 
 beforeAll(async () => {
   await ensureCrds(env);
@@ -57,7 +70,30 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of started) await p.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
+  if (stage) rmSync(stage, { recursive: true, force: true });
 });
+
+/** A copy of what the built services load (package manifests, dist/, node_modules), readable by anyone. */
+async function stageRuntime(): Promise<string> {
+  const to = mkdtempSync(join(tmpdir(), 'kd-nobody-code-'));
+  chmodSync(to, 0o755);
+  const paths = ['package.json', 'node_modules'];
+  for (const ws of ['shared', 'certs', 'admission', 'reconciler']) {
+    mkdirSync(join(to, ws), { mode: 0o755 });
+    paths.push(join(ws, 'package.json'), join(ws, 'dist'));
+  }
+  for (const p of paths) {
+    // Hard links are instant on one filesystem; a plain copy otherwise. Symlinks (the workspaces in
+    // node_modules/@kd-connections) stay relative, so they point into the copy.
+    const linked = await run('cp', ['-al', join(repoRoot, p), join(to, p)]);
+    if (linked.code !== 0) ok(await run('cp', ['-a', join(repoRoot, p), join(to, p)]), `copying ${p}`);
+  }
+  return to;
+}
+
+function ok(r: { code: number | null; stderr: string }, what: string): void {
+  if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}): ${r.stderr}`);
+}
 
 const dryRunCreate = (obj: Doc) =>
   env.kubectl(['create', '--dry-run=server', '-o', 'json', '-f', '-'], { input: JSON.stringify(obj) });
@@ -169,7 +205,8 @@ describe('the built services as uid 65534 without a writable filesystem', () => 
     const cert = put('tls.crt', env.info.webhookServing.certPem, 0o644);
     const key = put('tls.key', env.info.webhookServing.keyPem, 0o640);
     const kubeconfig = put('kubeconfig', readFileSync(env.info.kubeconfigPath, 'utf8'), 0o640);
-    for (const p of [dir, repoRoot, join(repoRoot, 'admission', 'dist'), join(repoRoot, 'reconciler', 'dist')]) {
+    stage = await stageRuntime();
+    for (const p of [dir, stage, join(stage, 'admission', 'dist'), join(stage, 'reconciler', 'dist')]) {
       expect({ p, writable: await writableByNobody(p) }).toEqual({ p, writable: false });
     }
     expect(await writableByNobody('/tmp')).toBe(true); // the emptyDir the chart mounts there
@@ -197,7 +234,7 @@ describe('the built services as uid 65534 without a writable filesystem', () => 
         kubeconfig,
       }),
       env65534,
-      { prefix: AS_NOBODY, cwd: dir },
+      { prefix: AS_NOBODY, cwd: dir, root: stage },
     );
     started.push(admission);
     const metricsPort = await freePort();
@@ -209,7 +246,7 @@ describe('the built services as uid 65534 without a writable filesystem', () => 
         namespaces: env.namespace,
       }),
       { ...env65534, KD_IDENTITY: 'reconciler-nobody' },
-      { prefix: AS_NOBODY, cwd: dir },
+      { prefix: AS_NOBODY, cwd: dir, root: stage },
     );
     started.push(reconciler);
 

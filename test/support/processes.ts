@@ -25,6 +25,8 @@ export interface StartServiceOptions {
   prefix?: string[];
   /** Working directory (default: the test's). */
   cwd?: string;
+  /** The directory `script` is relative to (default: the repository). */
+  root?: string;
 }
 
 export function startService(
@@ -34,7 +36,7 @@ export function startService(
   opts: StartServiceOptions = {},
 ): ServiceProcess {
   const [bin, ...pre] = [...(opts.prefix ?? []), process.execPath];
-  const child = spawn(bin!, [...pre, join(repoRoot, script), ...args], {
+  const child = spawn(bin!, [...pre, join(opts.root ?? repoRoot, script), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd: opts.cwd,
