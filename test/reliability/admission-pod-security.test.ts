@@ -6,12 +6,12 @@
  *    accepts them without a warning, and accepts (enforce) a Pod made from each pod template; a pod
  *    template with one setting loosened is refused, so the check can fail. The securityContext fields
  *    are asserted one by one.
- * 2. The built services need no writable filesystem and no root: each runs as uid/gid 65534 (setpriv
- *    --reuid 65534 --regid 65534 --clear-groups) with the chart's container arguments, in a working
+ * 2. The built services need no writable filesystem and no root: each runs as uid/gid 65532 (setpriv
+ *    --reuid 65532 --regid 65532 --clear-groups) with the chart's container arguments, in a working
  *    directory it cannot write, with TMPDIR and HOME pointing there too, the code not writable to it
  *    either; each starts, becomes ready and serves, and leaves no file behind in /tmp. The code runs
  *    from a root-owned copy of the built workspaces (hard links where possible), because the checkout
- *    may sit below a directory uid 65534 cannot enter (/root, a mktemp -d).
+ *    may sit below a directory uid 65532 cannot enter (/root, a mktemp -d).
  *
  * RBAC of both service accounts is verified by the chart tests (test/chart/install.test.ts and
  * test/chart/bootstrap-rbac.test.ts, `kubectl auth can-i --list`).
@@ -38,7 +38,8 @@ import { freePort } from '../controlplane/net.js';
 import { containerArgs, helmTemplate, one, withArgs, type Doc } from '../chart/chart-support.js';
 
 const env = useTestEnv();
-const UID = 65534;
+// The uid and gid the chart runs both containers as (kd.podSecurityContext, distroless "nonroot").
+const UID = 65532;
 const AS_NOBODY = ['setpriv', `--reuid=${UID}`, `--regid=${UID}`, '--clear-groups', '--'];
 let docs: Doc[];
 let admissionDeployment: Doc;
@@ -169,7 +170,7 @@ describe('the chart under Pod Security Admission "restricted"', () => {
   });
 });
 
-/** `test -w path` as uid 65534. */
+/** `test -w path` as uid 65532. */
 const writableByNobody = async (path: string) =>
   (await run(AS_NOBODY[0]!, [...AS_NOBODY.slice(1), 'test', '-w', path])).code === 0;
 
@@ -189,10 +190,10 @@ function uidOf(pid: number): number {
   return Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 }
 
-describe('the built services as uid 65534 without a writable filesystem', () => {
+describe('the built services as uid 65532 without a writable filesystem', () => {
   it('start, become ready and serve; write nothing', async () => {
     // A directory the services can read but not write: certificate, key and kubeconfig in it belong to
-    // root, readable by group 65534 (the key and kubeconfig are not world-readable).
+    // root, readable by group 65532 (the key and kubeconfig are not world-readable).
     dir = mkdtempSync(join(tmpdir(), 'kd-nobody-'));
     chmodSync(dir, 0o755);
     const put = (name: string, content: string, mode: number) => {
@@ -212,7 +213,7 @@ describe('the built services as uid 65534 without a writable filesystem', () => 
     expect(await writableByNobody('/tmp')).toBe(true); // the emptyDir the chart mounts there
     const tmpBefore = new Set(readdirSync('/tmp'));
     const since = Date.now();
-    const env65534 = {
+    const envNonRoot = {
       KUBECONFIG: '',
       HOME: dir,
       TMPDIR: dir,
@@ -233,7 +234,7 @@ describe('the built services as uid 65534 without a writable filesystem', () => 
         'tls-key-file': key,
         kubeconfig,
       }),
-      env65534,
+      envNonRoot,
       { prefix: AS_NOBODY, cwd: dir, root: stage },
     );
     started.push(admission);
@@ -245,7 +246,7 @@ describe('the built services as uid 65534 without a writable filesystem', () => 
         kubeconfig,
         namespaces: env.namespace,
       }),
-      { ...env65534, KD_IDENTITY: 'reconciler-nobody' },
+      { ...envNonRoot, KD_IDENTITY: 'reconciler-nobody' },
       { prefix: AS_NOBODY, cwd: dir, root: stage },
     );
     started.push(reconciler);
@@ -304,7 +305,7 @@ describe('the built services as uid 65534 without a writable filesystem', () => 
       'nodejs_heap_size_used_bytes',
     );
 
-    // Nothing written: no file of uid 65534 in /tmp (the emptyDir), none in the working directory.
+    // Nothing written: no file of uid 65532 in /tmp (the emptyDir), none in the working directory.
     const created = readdirSync('/tmp').filter((f) => !tmpBefore.has(f));
     const byNobody = created.filter((f) => {
       try {
