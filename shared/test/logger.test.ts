@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { batchedStdout, createLogger, flushLogs } from '../src/logger.js';
@@ -34,6 +34,7 @@ describe('logger', () => {
     await flushLogs();
     closeSync(fd);
     const got = readFileSync(file, 'utf8').trimEnd().split('\n');
+    rmSync(dir, { recursive: true, force: true });
     expect(got).toHaveLength(1001);
     expect(got[0]).toBe('line 0');
     expect(got[999]).toBe('line 999');
