@@ -14,7 +14,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { errorMessage, type Logger } from '@kd-connections/shared';
 import { parseAdmissionReview } from './admission-review.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';
-import { MAX_BODY_BYTES, parseJson, precheck, readBody } from './request-body.js';
+import { discardRest, MAX_BODY_BYTES, parseJson, precheck, readBody } from './request-body.js';
 import { runWebhook, type Webhook, type WebhookDeps } from './webhook.js';
 
 export interface Readiness {
@@ -124,9 +124,11 @@ async function serveReview(
     opts.metrics.observe(webhook.name, 'unknown', result, seconds());
     // The reason code, never the message: a JSON parser message quotes the body.
     opts.log.warn('review refused', { webhook: webhook.name, status, reason });
-    // An unread or half-read body cannot be skipped on a kept-alive connection; close it after answering.
-    if (!req.complete) res.setHeader('Connection', 'close');
-    text(res, status, message);
+    if (req.complete) return text(res, status, message);
+    // An unread or half-read body cannot be skipped on a kept-alive connection: close it after
+    // answering, and drop the rest first so that the client gets to read the answer.
+    res.setHeader('Connection', 'close');
+    void discardRest(req).then(() => text(res, status, message));
   };
 
   const early = precheck(req, limit);

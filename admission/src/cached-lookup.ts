@@ -82,9 +82,20 @@ export function slimObject<T extends { metadata?: Record<string, unknown> }>(obj
 
 const enc = encodeURIComponent;
 
-/** Kubernetes' rule for a name in a URL path (IsValidPathSegmentName), and not empty. */
+/** A UTF-16 surrogate without its pair: no object name holds one, and encodeURIComponent throws on it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Kubernetes' rule for a name in a URL path (IsValidPathSegmentName), not empty, and valid Unicode. */
 function pathSegment(s: unknown): boolean {
-  return typeof s === 'string' && s !== '' && s !== '.' && s !== '..' && !s.includes('/') && !s.includes('%');
+  return (
+    typeof s === 'string' &&
+    s !== '' &&
+    s !== '.' &&
+    s !== '..' &&
+    !s.includes('/') &&
+    !s.includes('%') &&
+    !LONE_SURROGATE.test(s)
+  );
 }
 
 export class CachedLookup implements AppLookup {
@@ -99,7 +110,8 @@ export class CachedLookup implements AppLookup {
     store: ObjectStore<T> | undefined,
     namespace: string,
     name: string,
-    path: string,
+    // Built only once the names passed the check: encodeURIComponent throws on a lone surrogate.
+    path: (namespace: string, name: string) => string,
     accept: string,
     reduce: (o: T) => T,
   ): Promise<T | undefined> {
@@ -111,23 +123,23 @@ export class CachedLookup implements AppLookup {
       this.onLookup(kind, 'cache');
       return cached;
     }
-    const got = await this.live<T>(path, accept);
+    const got = await this.live<T>(path(enc(namespace), enc(name)), accept);
     this.onLookup(kind, got ? 'live' : 'live_not_found');
     return got === undefined ? undefined : reduce(got);
   }
 
   getApp(namespace: string, name: string): Promise<KDApp | undefined> {
-    const path = `/apis/${GROUP}/${VERSION}/namespaces/${enc(namespace)}/${KDAPP_PLURAL}/${enc(name)}`;
+    const path = (ns: string, n: string) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${KDAPP_PLURAL}/${n}`;
     return this.find('app', this.stores.apps, namespace, name, path, ACCEPT_JSON, slimObject);
   }
 
   getCluster(namespace: string, name: string): Promise<KDCluster | undefined> {
-    const path = `/apis/${GROUP}/${VERSION}/namespaces/${enc(namespace)}/${KDCLUSTER_PLURAL}/${enc(name)}`;
+    const path = (ns: string, n: string) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${n}`;
     return this.find('cluster', this.stores.clusters, namespace, name, path, ACCEPT_JSON, slimObject);
   }
 
   getConfigMap(namespace: string, name: string): Promise<MetaObject | undefined> {
-    const path = `/api/v1/namespaces/${enc(namespace)}/configmaps/${enc(name)}`;
+    const path = (ns: string, n: string) => `/api/v1/namespaces/${ns}/configmaps/${n}`;
     return this.find('configmap', this.stores.configmaps, namespace, name, path, ACCEPT_META, reduceMeta);
   }
 
@@ -136,7 +148,7 @@ export class CachedLookup implements AppLookup {
       // The rules refuse Secret connections before asking; never read a Secret in this mode.
       return Promise.resolve(undefined);
     }
-    const path = `/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`;
+    const path = (ns: string, n: string) => `/api/v1/namespaces/${ns}/secrets/${n}`;
     return this.find('secret', this.stores.secrets, namespace, name, path, ACCEPT_META, reduceMeta);
   }
 

@@ -92,6 +92,43 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
   });
 }
 
+/** How much of a refused body is read and dropped before answering, at most (see discardRest). */
+export const DISCARD_MAX_BYTES = 8 * 1024 * 1024;
+export const DISCARD_MAX_MS = 1000;
+
+/**
+ * Reads and drops what is left of a refused body (413 and the like) before the answer is sent. The
+ * answer closes the connection, and a socket closed with unread data sends a TCP reset: a client still
+ * writing the body would get EPIPE or ECONNRESET and never read the 413 (Go's net/http avoids the same
+ * with a lingering close). Bounded in bytes and time, so a body that never ends still gets its answer;
+ * nothing is kept in memory.
+ */
+export function discardRest(req: IncomingMessage, maxBytes = DISCARD_MAX_BYTES, maxMs = DISCARD_MAX_MS): Promise<void> {
+  return new Promise((resolve) => {
+    if (req.complete || req.destroyed) return resolve();
+    let dropped = 0;
+    const done = () => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', done);
+      req.off('close', done);
+      req.off('error', done);
+      req.pause();
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > maxBytes) done();
+    };
+    const timer = setTimeout(done, maxMs);
+    req.on('data', onData);
+    req.on('end', done);
+    req.on('close', done);
+    req.on('error', done);
+    req.resume();
+  });
+}
+
 export type JsonResult = { ok: true; value: unknown } | { ok: false; message: string; reason: string };
 
 export function parseJson(body: Buffer): JsonResult {

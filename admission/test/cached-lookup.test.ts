@@ -43,6 +43,16 @@ describe('CachedLookup', () => {
     await expect(lookup.getApp(NS, 'x')).rejects.toThrow('connection refused');
   });
 
+  it('says undefined, without asking, for names no URL path can hold', async () => {
+    const world = exampleWorld();
+    const lookup = world.deps().lookup;
+    for (const name of ['', '.', '..', 'a/b', '100%', '\ud800', 'x\udc00y']) {
+      expect(await lookup.getConfigMap(NS, name)).toBeUndefined();
+      expect(await lookup.getCluster(name, 'pg-main')).toBeUndefined();
+    }
+    expect(world.liveCalls).toEqual([]);
+  });
+
   it('never reads Secrets when Secret connections are disabled (no secrets cache)', async () => {
     const calls: string[] = [];
     const live: LiveGet = async (path) => {

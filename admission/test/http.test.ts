@@ -274,6 +274,21 @@ describe('bad input gets an exact status and a clear message', () => {
     expect(res.headers.connection).toBe('close');
   });
 
+  it('lets a client that sends all of an oversized body read the 413 (the rest is dropped, not reset)', async () => {
+    // Declared length and chunked, several times: closing with the body unread would reset the
+    // connection under the client's writes, and it would see EPIPE/ECONNRESET instead of the answer.
+    const big = Buffer.alloc(MAX_BODY_BYTES + 1, 0x20);
+    for (let i = 0; i < 3; i++) {
+      for (const headers of [json, { ...json, 'Transfer-Encoding': 'chunked' }]) {
+        const res = await request('/validate-kdcluster', { body: big, headers });
+        expect({ status: res.status, connection: res.headers.connection }).toEqual({
+          status: 413,
+          connection: 'close',
+        });
+      }
+    }
+  });
+
   it('accepts a review of exactly 7 MiB', async () => {
     const base = JSON.stringify(fixture('mutate-pod-member'));
     const padded = base + ' '.repeat(MAX_BODY_BYTES - Buffer.byteLength(base));
