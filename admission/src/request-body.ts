@@ -94,7 +94,7 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
 
 /** How much of a refused body is read and dropped before answering, at most (see discardRest). */
 export const DISCARD_MAX_BYTES = 8 * 1024 * 1024;
-export const DISCARD_MAX_MS = 1000;
+export const DISCARD_MAX_MS = 500;
 
 /**
  * Reads and drops what is left of a refused body (413 and the like) before the answer is sent. The
@@ -106,6 +106,8 @@ export const DISCARD_MAX_MS = 1000;
 export function discardRest(req: IncomingMessage, maxBytes = DISCARD_MAX_BYTES, maxMs = DISCARD_MAX_MS): Promise<void> {
   return new Promise((resolve) => {
     if (req.complete || req.destroyed) return resolve();
+    // A declared body larger than what would be dropped is answered at once: waiting could not help.
+    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return resolve();
     let dropped = 0;
     const done = () => {
       clearTimeout(timer);
