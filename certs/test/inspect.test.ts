@@ -14,6 +14,7 @@ import {
   parsePrivateKey,
   splitPemBlocks,
 } from '../src/inspect.js';
+import { brokenPem } from './broken-pem.js';
 
 // Key size does not matter to these checks; 1024 bits keeps the suite quick.
 const BITS = 1024;
@@ -122,9 +123,7 @@ describe('keyMatchesCertificate', () => {
   });
 
   it('throws a CertificateError for a key that does not parse', () => {
-    expect(() =>
-      keyMatchesCertificate('-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n', leaf.certPem),
-    ).toThrow(CertificateError);
+    expect(() => keyMatchesCertificate(brokenPem('RSA PRIVATE KEY'), leaf.certPem)).toThrow(CertificateError);
   });
 });
 

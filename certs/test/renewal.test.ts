@@ -13,6 +13,7 @@ import {
   type StoredCerts,
   type WantedServing,
 } from '../src/renewal.js';
+import { brokenPem } from './broken-pem.js';
 
 // Key size does not matter to these checks; 1024 bits keeps the suite quick.
 const BITS = 1024;
@@ -98,11 +99,7 @@ describe('renewalDecision', () => {
     });
 
     it('serving key', () => {
-      const d = renewalDecision(
-        { ...stored(), keyPem: '-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n' },
-        wanted,
-        at(1),
-      );
+      const d = renewalDecision({ ...stored(), keyPem: brokenPem('RSA PRIVATE KEY') }, wanted, at(1));
       expect(d.action).toBe('renew-serving');
       expect(codes(d)).toEqual(['serving-unparsable']);
     });
