@@ -25,8 +25,9 @@ export const REQUEST_TIMEOUT_MS = 120_000;
 
 /** The certificate a connection was set up with (SHA-256 fingerprint), and whether it was told to close. */
 const SERVED = Symbol('servedCertificate');
+const OPENED = Symbol('openedAt');
 const RECYCLED = Symbol('recycled');
-type TaggedSocket = TLSSocket & { [SERVED]?: string; [RECYCLED]?: boolean };
+type TaggedSocket = TLSSocket & { [SERVED]?: string; [RECYCLED]?: boolean; [OPENED]?: number };
 
 export interface ServerOptions {
   app: RequestListener;
@@ -127,6 +128,7 @@ export class AdmissionServer implements CertificateSink {
     this.server.requestTimeout = requestTimeout;
     this.server.on('connection', (s: Socket) => {
       this.sockets.add(s);
+      (s as TaggedSocket)[OPENED] = Date.now();
       s.on('close', () => this.sockets.delete(s));
     });
     this.server.on('tlsClientError', (e) => this.log.debug('TLS handshake failed', { error: e.message }));
@@ -197,13 +199,30 @@ export class AdmissionServer implements CertificateSink {
     let forced = false;
     const timer = setTimeout(() => {
       forced = true;
-      this.log.warn('drain timeout; closing remaining connections', { open: this.sockets.size });
+      // What each connection had done (bytes in and out, seconds open) tells a stuck request from an idle peer.
+      const now = Date.now();
+      const open = [...this.sockets]
+        .slice(0, 8)
+        .map(
+          (s) =>
+            `read ${s.bytesRead} B, written ${s.bytesWritten} B, ` +
+            `open ${Math.round((now - ((s as TaggedSocket)[OPENED] ?? now)) / 1000)} s`,
+        );
+      this.log.warn('drain timeout; closing remaining connections', { open: this.sockets.size, connections: open });
       this.server.closeAllConnections();
       for (const s of this.sockets) s.destroy();
     }, timeoutMs);
     timer.unref();
     // A socket that finished its request while draining goes idle; close those as they appear.
-    const sweep = setInterval(() => this.server.closeIdleConnections(), 100);
+    // A connection that has not sent a byte (not even a TLS ClientHello) for a second is not an HTTP
+    // connection yet, so closeIdleConnections does not see it; it cannot be carrying a request either.
+    const sweep = setInterval(() => {
+      this.server.closeIdleConnections();
+      const before = Date.now() - 1000;
+      for (const s of this.sockets) {
+        if (s.bytesRead === 0 && ((s as TaggedSocket)[OPENED] ?? 0) < before) s.destroy();
+      }
+    }, 100);
     sweep.unref();
     await closed;
     clearTimeout(timer);
