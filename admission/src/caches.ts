@@ -1,7 +1,7 @@
 /**
  * The watch-fed caches behind admission: kdapps and kdclusters (whole objects, slimmed), and ConfigMaps
- * and Secrets that carry the type label, as metadata only (PartialObjectMetadata, reduced to identity
- * and labels). Secrets are not watched at all when Secret connections are disabled.
+ * and Secrets that carry the type label, as metadata only (PartialObjectMetadata, trimmed to identity
+ * and labels by shared's trim-object). Secrets are not watched at all when Secret connections are disabled.
  */
 import {
   GROUP,
@@ -9,6 +9,8 @@ import {
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
   LABEL_CM_TYPE,
+  metaOnly,
+  slimObject,
   LABEL_SECRET_TYPE,
   VERSION,
   type KDApp,
@@ -16,9 +18,9 @@ import {
   type KubeClient,
   type KubeObject,
   type Logger,
+  type LookupStores,
   type MetaObject,
 } from '@kd-connections/shared';
-import { reduceMeta, slimObject, type LookupStores } from './cached-lookup.js';
 
 export interface CacheOptions {
   client: KubeClient;
@@ -55,7 +57,7 @@ export class AdmissionCaches {
       path: '/api/v1/configmaps',
       labelSelector: LABEL_CM_TYPE,
       metadataOnly: true,
-      transform: (o) => reduceMeta(o) as KubeObject & MetaObject,
+      transform: (o) => metaOnly(o) as KubeObject & MetaObject,
     });
     this.secrets = opts.secretConnections
       ? new Informer({
@@ -63,7 +65,7 @@ export class AdmissionCaches {
           path: '/api/v1/secrets',
           labelSelector: LABEL_SECRET_TYPE,
           metadataOnly: true,
-          transform: (o) => reduceMeta(o) as KubeObject & MetaObject,
+          transform: (o) => metaOnly(o) as KubeObject & MetaObject,
         })
       : undefined;
   }

@@ -1,6 +1,5 @@
 export * from './admission-review.js';
 export * from './app.js';
-export * from './cached-lookup.js';
 export * from './caches.js';
 export * from './config.js';
 export * from './memoize-lookup.js';

@@ -6,10 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, KubeClient, type Logger } from '@kd-connections/shared';
+import { CachedLookup, errorMessage, KubeClient, liveGet, type Logger } from '@kd-connections/shared';
 import { createApp, type Readiness } from './app.js';
 import { AdmissionCaches } from './caches.js';
-import { CachedLookup, liveGet } from './cached-lookup.js';
 import type { AdmissionConfig } from './config.js';
 import { AdmissionMetrics } from './metrics.js';
 import { AdmissionServer } from './server.js';

@@ -1,23 +1,17 @@
 /**
- * Validation of a KubeDirectorCluster's connections (DESIGN §4). Reports every violation at once,
+ * Validation of a KubeDirectorCluster's connections. Reports every violation at once,
  * each with its field path. Lookup-free rules (names, duplicates, self, generator) are also CEL rules
  * in the CRD, so the API server enforces them when the webhook is down; they are repeated here so a
- * single answer names everything and so the rules are testable in one place.
+ * single answer names everything and so the rules are testable in one place. Each connection is judged
+ * by the classifier the reconciler uses too; this file adds the added-vs-kept policy.
  */
-import { describeAllowed, describeApp, isConnectable } from './connectable.js';
+import { observeCluster, observeObject, selfConnectionMessage, type Verdict } from './classify-connection.js';
 import { connectionSets } from './connection-sets.js';
 import { isDeepStrictEqual } from 'node:util';
 import type { FieldError, RuleResult } from './field-errors.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
 import { invalidObjectName } from './names.js';
-import {
-  CONNECTION_LISTS,
-  LABEL_CM_TYPE,
-  LABEL_SECRET_TYPE,
-  type ConnectionList,
-  type KDCluster,
-  type MetaObject,
-} from './types.js';
+import { CONNECTION_LISTS, KIND_OF_LIST, type ConnectionList, type KDCluster } from './types.js';
 
 export interface ClusterReview {
   operation: 'CREATE' | 'UPDATE';
@@ -76,17 +70,18 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
         continue;
       }
       seen.set(n, i);
+      // Lookup-free, and also a CEL rule: refused even when it was there before.
       if (list === 'clusters' && n === name) {
-        errors.push({ field, message: `a cluster cannot connect to itself ("${n}")` });
+        errors.push({ field, message: selfConnectionMessage(n) });
         continue;
       }
       const added = !before[list].has(n);
-      const problem = await checkConnection(list, n, ns, own, lookup, opts);
-      if (problem.error) {
-        if (added) errors.push({ field, message: problem.error });
-        else warnings.push(`${field}: ${problem.error}; kept because it was connected before this change`);
-      } else if (added && problem.warning) {
-        warnings.push(`${field}: ${problem.warning}`);
+      const verdict = await checkConnection(list, n, { namespace: ns, self: name, own }, lookup, opts);
+      if (verdict.state !== 'Connected') {
+        if (added) errors.push({ field, message: verdict.message ?? verdict.state });
+        else warnings.push(`${field}: ${verdict.message}; kept because it was connected before this change`);
+      } else if (added && verdict.note) {
+        warnings.push(`${field}: ${verdict.note}`);
       }
     }
   }
@@ -119,68 +114,17 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
   return { errors, warnings };
 }
 
-interface ConnectionCheck {
-  error?: string;
-  warning?: string;
-}
-
+/** What the classifier says of one connection, as the webhook reports it. */
 async function checkConnection(
   list: ConnectionList,
   name: string,
-  ns: string,
-  own: ResolvedApp | undefined,
+  review: { namespace: string; self: string; own: ResolvedApp | undefined },
   lookup: Lookup,
   opts: RuleOptions,
-): Promise<ConnectionCheck> {
-  if (list === 'configmaps') return labelled('configmap', await lookup.getConfigMap(ns, name), name, ns, LABEL_CM_TYPE);
-  if (list === 'secrets') {
-    if (opts.secretConnections === false) {
-      return { error: `secret connections are disabled in this installation (chart value secretConnections.enabled)` };
-    }
-    return labelled('secret', await lookup.getSecret(ns, name), name, ns, LABEL_SECRET_TYPE);
-  }
-  const target = await lookup.getCluster(ns, name);
-  if (!target) return { error: `cluster "${name}" not found in namespace "${ns}"` };
-  const ready = target.status?.members?.ready ?? 0;
-  const warning =
-    ready > 0
-      ? undefined
-      : `cluster "${name}" has no ready members yet; its section of configmeta fills in as they come up`;
-  // Without our own app there is nothing to check against (reported at spec.app).
-  if (!own) return { warning };
-  const rules = own.app.spec?.connectable_to;
-  if (rules === undefined || rules === null) return { warning };
-  const targetApp = await resolveApp(lookup, ns, target.spec ?? {}, opts.systemNamespace);
-  if (!targetApp) {
-    return {
-      error: `cluster "${name}" uses app "${String(target.spec?.app)}", which was not found ${appSearchDescription(ns, target.spec?.appCatalog, opts.systemNamespace)}; it cannot be checked against connectable_to of app "${own.app.metadata.name}"`,
-    };
-  }
-  const verdict = isConnectable(own.app.spec, targetApp.app.spec);
-  if (verdict.allowed) return { warning };
-  const ownName = `app "${own.app.metadata.name}"`;
-  const why =
-    verdict.reason === 'empty'
-      ? `${ownName} allows no cluster connections (connectable_to is empty)`
-      : `connectable_to of ${ownName} does not allow it; allowed: ${describeAllowed(own.app.spec)}`;
-  return { error: `cluster "${name}" uses ${describeApp(targetApp.app)}: ${why}` };
-}
-
-function labelled(
-  kind: 'configmap' | 'secret',
-  obj: MetaObject | undefined,
-  name: string,
-  ns: string,
-  label: string,
-): ConnectionCheck {
-  if (!obj) return { error: `${kind} "${name}" not found in namespace "${ns}"` };
-  const labels = obj.metadata?.labels ?? {};
-  if (!(label in labels)) {
-    return {
-      error: `${kind} "${name}" lacks label ${label}; add it (its value groups the ${kind === 'configmap' ? 'ConfigMap' : 'Secret'} in configmeta) to make it connectable`,
-    };
-  }
-  return {};
+): Promise<Verdict> {
+  const { namespace, self, own } = review;
+  if (list === 'clusters') return (await observeCluster(lookup, namespace, self, name, own, opts)).verdict;
+  return (await observeObject(lookup, KIND_OF_LIST[list] as 'ConfigMap' | 'Secret', namespace, name, opts)).verdict;
 }
 
 /** A path from `self` back to `self` through the newly added clusters, if one exists. */
