@@ -60,7 +60,10 @@ export function classifyCluster(f: ClusterFacts, opts: RuleOptions): Verdict {
     };
   }
   if (!f.own) {
-    return { state: 'NotConnectable', message: "this cluster's own app was not found, so connectable_to cannot be checked" };
+    return {
+      state: 'NotConnectable',
+      message: "this cluster's own app was not found, so connectable_to cannot be checked",
+    };
   }
   const verdict = isConnectable(f.own.app.spec, f.targetApp.app.spec);
   if (!verdict.allowed) {
@@ -125,7 +128,8 @@ export async function observeCluster(
   const facts: ClusterFacts = { name, namespace, self: name === self, target: undefined, targetApp: undefined, own };
   if (!facts.self) {
     facts.target = await lookup.getCluster(namespace, name);
-    if (facts.target) facts.targetApp = await resolveApp(lookup, namespace, facts.target.spec ?? {}, opts.systemNamespace);
+    if (facts.target)
+      facts.targetApp = await resolveApp(lookup, namespace, facts.target.spec ?? {}, opts.systemNamespace);
   }
   return { verdict: classifyCluster(facts, opts), target: facts.target, targetApp: facts.targetApp };
 }

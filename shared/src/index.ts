@@ -20,6 +20,8 @@ export * from './resolve-connections.js';
 export * from './reverse-index.js';
 export * from './pod-volume.js';
 export * from './cluster-status.js';
+export * from './connection-changes.js';
+export * from './plan-reconcile.js';
 export * from './logger.js';
 export * from './k8s/kube-client.js';
 export * from './k8s/informer.js';

@@ -85,19 +85,31 @@ interface Kind {
 }
 
 const KINDS: Record<LookupKind, Kind> = {
-  app: { path: (ns, n) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${KDAPP_PLURAL}/${n}`, accept: ACCEPT_JSON, trim: slimObject },
+  app: {
+    path: (ns, n) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${KDAPP_PLURAL}/${n}`,
+    accept: ACCEPT_JSON,
+    trim: slimObject,
+  },
   cluster: {
     path: (ns, n) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${n}`,
     accept: ACCEPT_JSON,
     trim: slimObject,
   },
-  configmap: { path: (ns, n) => `/api/v1/namespaces/${ns}/configmaps/${n}`, accept: ACCEPT_META, trim: metaOnly, label: LABEL_CM_TYPE },
-  secret: { path: (ns, n) => `/api/v1/namespaces/${ns}/secrets/${n}`, accept: ACCEPT_META, trim: metaOnly, label: LABEL_SECRET_TYPE },
+  configmap: {
+    path: (ns, n) => `/api/v1/namespaces/${ns}/configmaps/${n}`,
+    accept: ACCEPT_META,
+    trim: metaOnly,
+    label: LABEL_CM_TYPE,
+  },
+  secret: {
+    path: (ns, n) => `/api/v1/namespaces/${ns}/secrets/${n}`,
+    accept: ACCEPT_META,
+    trim: metaOnly,
+    label: LABEL_SECRET_TYPE,
+  },
 };
 
-export class CachedLookup<CM extends MetaObject = MetaObject, S extends MetaObject = MetaObject>
-  implements AppLookup
-{
+export class CachedLookup<CM extends MetaObject = MetaObject, S extends MetaObject = MetaObject> implements AppLookup {
   constructor(
     private readonly stores: LookupStores<CM, S>,
     private readonly live: LiveGet,
