@@ -6,7 +6,7 @@
  * by the classifier the reconciler uses too; this file adds the added-vs-kept policy.
  */
 import { observeCluster, observeObject, selfConnectionMessage, type Verdict } from './classify-connection.js';
-import { connectionSets } from './connection-sets.js';
+import { connectionSets, type ConnectionSets } from './connection-sets.js';
 import { isDeepStrictEqual } from 'node:util';
 import type { FieldError, RuleResult } from './field-errors.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
@@ -51,57 +51,10 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
 
   const sets = connectionSets(spec.connections);
   const before = connectionSets(oldSpec?.connections);
-  const lists = spec.connections ?? {};
+  const ctx: ListContext = { namespace: ns, self: name, own, before, lookup, opts, errors, warnings };
+  for (const list of CONNECTION_LISTS) await checkList(list, spec.connections?.[list], ctx);
 
-  for (const list of CONNECTION_LISTS) {
-    const items: unknown[] = Array.isArray(lists[list]) ? (lists[list] as unknown[]) : [];
-    const seen = new Map<string, number>();
-    for (const [i, item] of items.entries()) {
-      const field = `spec.connections.${list}[${i}]`;
-      const bad = invalidObjectName(item);
-      if (bad) {
-        errors.push({ field, message: `${JSON.stringify(item)} ${bad}` });
-        continue;
-      }
-      const n = item as string;
-      const first = seen.get(n);
-      if (first !== undefined) {
-        errors.push({ field, message: `duplicate entry "${n}" (also at index ${first})` });
-        continue;
-      }
-      seen.set(n, i);
-      // Lookup-free, and also a CEL rule: refused even when it was there before.
-      if (list === 'clusters' && n === name) {
-        errors.push({ field, message: selfConnectionMessage(n) });
-        continue;
-      }
-      const added = !before[list].has(n);
-      const verdict = await checkConnection(list, n, { namespace: ns, self: name, own }, lookup, opts);
-      if (verdict.state !== 'Connected') {
-        if (added) errors.push({ field, message: verdict.message ?? verdict.state });
-        else warnings.push(`${field}: ${verdict.message}; kept because it was connected before this change`);
-      } else if (added && verdict.note) {
-        warnings.push(`${field}: ${verdict.note}`);
-      }
-    }
-  }
-
-  // configMetaGenerator counts requested regenerations: a client may raise it (a forced refresh), never lower it.
-  const was = oldSpec?.configMetaGenerator;
-  const now = spec.configMetaGenerator;
-  if (typeof was === 'number') {
-    if (now === undefined || now === null) {
-      errors.push({
-        field: 'spec.configMetaGenerator',
-        message: `may not be removed (it is ${was}); leave it out of manifests and the webhook keeps it`,
-      });
-    } else if (typeof now === 'number' && now < was) {
-      errors.push({
-        field: 'spec.configMetaGenerator',
-        message: `may not be lowered (from ${was} to ${now}); it counts configmeta regenerations and only goes up`,
-      });
-    }
-  }
+  errors.push(...checkGenerator(oldSpec?.configMetaGenerator, spec.configMetaGenerator));
 
   const addedClusters = [...sets.clusters].filter((c) => !before.clusters.has(c) && c !== name);
   if (errors.length === 0 && addedClusters.length > 0) {
@@ -112,6 +65,78 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
       );
   }
   return { errors, warnings };
+}
+
+interface ListContext {
+  namespace: string;
+  self: string;
+  own: ResolvedApp | undefined;
+  before: ConnectionSets;
+  lookup: Lookup;
+  opts: RuleOptions;
+  errors: FieldError[];
+  warnings: string[];
+}
+
+/**
+ * One connection list: names, duplicates and self-connection (lookup-free), then the classifier's
+ * verdict with the webhook's policy: an added connection that is not Connected is refused; one that
+ * was there before only warns, so a dangling connection never blocks an unrelated update.
+ */
+async function checkList(list: ConnectionList, value: unknown, ctx: ListContext): Promise<void> {
+  const { errors, warnings } = ctx;
+  const items: unknown[] = Array.isArray(value) ? value : [];
+  const seen = new Map<string, number>();
+  for (const [i, item] of items.entries()) {
+    const field = `spec.connections.${list}[${i}]`;
+    const bad = invalidObjectName(item);
+    if (bad) {
+      errors.push({ field, message: `${JSON.stringify(item)} ${bad}` });
+      continue;
+    }
+    const n = item as string;
+    const first = seen.get(n);
+    if (first !== undefined) {
+      errors.push({ field, message: `duplicate entry "${n}" (also at index ${first})` });
+      continue;
+    }
+    seen.set(n, i);
+    // Lookup-free, and also a CEL rule: refused even when it was there before.
+    if (list === 'clusters' && n === ctx.self) {
+      errors.push({ field, message: selfConnectionMessage(n) });
+      continue;
+    }
+    const added = !ctx.before[list].has(n);
+    const verdict = await checkConnection(list, n, ctx, ctx.lookup, ctx.opts);
+    if (verdict.state !== 'Connected') {
+      if (added) errors.push({ field, message: verdict.message ?? verdict.state });
+      else warnings.push(`${field}: ${verdict.message}; kept because it was connected before this change`);
+    } else if (added && verdict.note) {
+      warnings.push(`${field}: ${verdict.note}`);
+    }
+  }
+}
+
+/** configMetaGenerator counts requested regenerations: a client may raise it (a forced refresh), never lower it. */
+function checkGenerator(was: unknown, now: unknown): FieldError[] {
+  if (typeof was !== 'number') return [];
+  if (now === undefined || now === null) {
+    return [
+      {
+        field: 'spec.configMetaGenerator',
+        message: `may not be removed (it is ${was}); leave it out of manifests and the webhook keeps it`,
+      },
+    ];
+  }
+  if (typeof now === 'number' && now < was) {
+    return [
+      {
+        field: 'spec.configMetaGenerator',
+        message: `may not be lowered (from ${was} to ${now}); it counts configmeta regenerations and only goes up`,
+      },
+    ];
+  }
+  return [];
 }
 
 /** What the classifier says of one connection, as the webhook reports it. */
