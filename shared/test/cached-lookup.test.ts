@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { CachedLookup, type LiveGet, type ObjectStore } from '../src/k8s/cached-lookup.js';
-import { LABEL_CM_TYPE, objectKey, type MetaObject } from '../src/types.js';
+import { LABEL_CM_TYPE, objectKey, type KDApp, type KDCluster, type MetaObject } from '../src/types.js';
 
 class Store<T extends MetaObject> implements ObjectStore<T> {
   constructor(
@@ -30,7 +30,11 @@ function reader(server: Record<string, unknown>, watched?: string[]) {
     calls.push(path);
     return server[path] as T | undefined;
   };
-  const stores = { apps: new Store(), clusters: new Store(), configmaps: new Store<MetaObject>([], watched) };
+  const stores = {
+    apps: new Store<KDApp>(),
+    clusters: new Store<KDCluster>(),
+    configmaps: new Store<MetaObject>([], watched),
+  };
   const lookup = new CachedLookup(stores, live, undefined, { cacheOnly: true, retryLabelledMiss: true });
   return { lookup, calls };
 }
