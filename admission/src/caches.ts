@@ -82,25 +82,18 @@ export class AdmissionCaches {
       ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
     const core = (plural: string) => (ns: string | undefined) =>
       ns ? `/api/v1/namespaces/${ns}/${plural}` : `/api/v1/${plural}`;
+    const whole =
+      <T extends object>(name: string, plural: string) =>
+      (ns: string | undefined) =>
+        new Informer({
+          ...common(name),
+          path: kd(plural)(ns),
+          transform: (o) => slimObject(o as unknown as T & { metadata?: Record<string, unknown> }) as KubeObject & T,
+        });
+    // Apps of the system catalog are needed whatever namespaces are watched.
     const appNamespaces = watched && opts.systemNamespace ? [...watched, opts.systemNamespace] : watched;
-    this.apps = new NamespacedStore(
-      appNamespaces,
-      (ns) =>
-        new Informer({
-          ...common('kdapps'),
-          path: kd(KDAPP_PLURAL)(ns),
-          transform: (o) => slimObject(o as unknown as KDApp) as KubeObject & KDApp,
-        }),
-    );
-    this.clusters = new NamespacedStore(
-      watched,
-      (ns) =>
-        new Informer({
-          ...common('kdclusters'),
-          path: kd(KDCLUSTER_PLURAL)(ns),
-          transform: (o) => slimObject(o as unknown as KDCluster) as KubeObject & KDCluster,
-        }),
-    );
+    this.apps = new NamespacedStore(appNamespaces, whole<KDApp>('kdapps', KDAPP_PLURAL));
+    this.clusters = new NamespacedStore(watched, whole<KDCluster>('kdclusters', KDCLUSTER_PLURAL));
     const labelled = (name: string, label: string) => (ns: string | undefined) =>
       new Informer({
         ...common(name),

@@ -184,7 +184,7 @@ describe("the reconciler's pod writes (ValidatingAdmissionPolicy)", () => {
     const plain = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'plain', annotations: { x: '1' } } };
     const member = memberPod('member-0', 'steady');
     (member.metadata as Doc).annotations = { 'kubedirector.hpe.com/configmeta': '{}', x: '1' };
-    for (const pod of [member, { ...plain, spec: (member as Doc).spec }])
+    for (const pod of [member, memberPod('member-1', 'steady'), { ...plain, spec: (member as Doc).spec }])
       await kubectlOk(env, ['create', '-f', '-'], { namespace: apps, input: JSON.stringify(pod) });
   });
 
@@ -198,6 +198,17 @@ describe("the reconciler's pod writes (ValidatingAdmissionPolicy)", () => {
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     const pod = await getJson(env, ['pod', 'member-0'], apps);
     expect(pod.metadata.annotations['kubedirector.hpe.com/configmeta-generator']).toBe('3');
+  });
+
+  it('delivers to a member pod that has no annotations yet (its first configmeta)', async () => {
+    const r = await patchPod('member-1', [
+      {
+        op: 'add',
+        path: '/metadata/annotations',
+        value: { 'kubedirector.hpe.com/configmeta': '{}', 'kubedirector.hpe.com/configmeta-generator': '1' },
+      },
+    ]);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
   });
 
   it.each([
