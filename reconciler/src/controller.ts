@@ -72,7 +72,7 @@ export class Controller {
     this.queue = new WorkQueue((key, signal) => this.reconcile(key, signal), {
       concurrency: cfg.concurrency,
       maxDelayMs: MAX_REQUEUE_DELAY_MS,
-      onResult: (key, result, ms, error) => {
+      onResult: (key, result, ms, error, retryInMs) => {
         metrics.reconciles.inc({ result });
         metrics.reconcileSeconds.observe(ms / 1000);
         metrics.queueDepth.set(this.queue.depth);
@@ -80,7 +80,7 @@ export class Controller {
           log.info('reconcile cut short: leadership ended', { cluster: key, error: errorMessage(error) });
         } else if (result === 'error') {
           const level = error instanceof RetryableError ? 'info' : 'warn';
-          log[level]('reconcile will be retried', { cluster: key, error: errorMessage(error) });
+          log[level]('reconcile will be retried', { cluster: key, error: errorMessage(error), retryInMs });
         }
       },
     });

@@ -32,8 +32,8 @@ export interface QueueOptions {
   /** Default MAX_REQUEUE_DELAY_MS. */
   maxDelayMs?: number;
   clock?: Clock;
-  /** Called after every run, for metrics and logs. */
-  onResult?: (key: string, outcome: RunOutcome, ms: number, error?: unknown) => void;
+  /** Called after every run, for metrics and logs; `retryInMs`: when it runs again (requeue, error). */
+  onResult?: (key: string, outcome: RunOutcome, ms: number, error?: unknown, retryInMs?: number) => void;
 }
 
 export class WorkQueue {
@@ -173,7 +173,7 @@ export class WorkQueue {
       this.processing.delete(key);
       this.active--;
     }
-    this.opts.onResult?.(key, outcome, this.clock.now() - started, error);
+    this.opts.onResult?.(key, outcome, this.clock.now() - started, error, retryIn);
     if (this.dirty.delete(key)) this.add(key);
     else if (retryIn !== undefined && this.running) this.addAfter(key, retryIn);
     this.pump();

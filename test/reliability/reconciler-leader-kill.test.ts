@@ -54,7 +54,7 @@ describe('the leader killed mid-fan-out', () => {
 
     const since = new Date();
     // Freeze the leader as soon as it has patched a few pods of this fan-out.
-    const frozenAfter = await interruptFanOut(env, client, leader, 'SIGSTOP');
+    const frozenAfter = await interruptFanOut(env, client, leader, () => leader.child.kill('SIGSTOP'));
     const frozen = await clusterStates(env, client);
     leader.child.kill('SIGKILL');
     const killedAt = Date.now();

@@ -34,7 +34,7 @@ afterAll(async () => {
 
 describe('a leader that lost its lease while paused', () => {
   it('steps down as soon as it runs again and makes no further write; the new leader finishes the fan-out', async () => {
-    const pausedAfter = await interruptFanOut(env, client, leader, 'SIGSTOP');
+    const pausedAfter = await interruptFanOut(env, client, leader, () => leader.child.kill('SIGSTOP'));
     const pausedAt = Date.now();
     const paused = await clusterStates(env, client);
     const atNew = [...paused.values()].flatMap((c) => c.pods).filter((p) => p.generator === '1').length;

@@ -27,11 +27,11 @@ export interface FanOut {
   standby: ReconcilerProcess;
 }
 
-export async function startFanOut(
+/** Creates the objects: `clusters` kdclusters named prefix00… with `pods` member pods each. */
+export async function applyFanOut(
   env: TestEnv,
-  client: KubeClient,
-  o: { prefix: string; app: string; leader: string; standby: string; clusters?: number; pods?: number },
-): Promise<FanOut> {
+  o: { prefix: string; app: string; clusters?: number; pods?: number },
+): Promise<{ clusters: string[]; pods: number }> {
   const clusters = Array.from({ length: o.clusters ?? 30 }, (_, i) => `${o.prefix}${String(i).padStart(2, '0')}`);
   const pods = o.pods ?? 3;
   await ensureCrds(env);
@@ -41,25 +41,39 @@ export async function startFanOut(
     ...clusters.map((c) => kdCluster(c, o.app, { configmaps: ['shared'] }, ['worker'])),
     ...clusters.flatMap((c) => Array.from({ length: pods }, (_, j) => memberPod(`${c}-${j}`, c, 'worker'))),
   ]);
-  const leader = await startReconciler(env, { identity: o.leader, args: FAN_OUT_ARGS });
-  await leader.waitForLog((l) => l.msg === 'became leader', 60_000);
-  const standby = await startReconciler(env, { identity: o.standby, args: FAN_OUT_ARGS });
-  await waitReady(standby);
+  return { clusters, pods };
+}
+
+/** Waits until every cluster has converged and the reconcilers are quiet. */
+export async function settled(env: TestEnv, client: KubeClient, recs: ReconcilerProcess[]): Promise<void> {
   await eventually(
     'first delivery to every pod',
     async () => [...(await clusterStates(env, client)).values()].every(converged),
     90_000,
   );
-  await waitQuiet([leader, standby]);
+  await waitQuiet(recs);
+}
+
+export async function startFanOut(
+  env: TestEnv,
+  client: KubeClient,
+  o: { prefix: string; app: string; leader: string; standby: string; clusters?: number; pods?: number },
+): Promise<FanOut> {
+  const { clusters, pods } = await applyFanOut(env, o);
+  const leader = await startReconciler(env, { identity: o.leader, args: FAN_OUT_ARGS });
+  await leader.waitForLog((l) => l.msg === 'became leader', 60_000);
+  const standby = await startReconciler(env, { identity: o.standby, args: FAN_OUT_ARGS });
+  await waitReady(standby);
+  await settled(env, client, [leader, standby]);
   return { clusters, pods, leader, standby };
 }
 
-/** Edits the ConfigMap to `value` and stops (`signal`) the leader once it has patched `atLeast` pods. */
+/** Edits the ConfigMap to `value` and calls `interrupt` once the leader has patched `atLeast` pods. */
 export async function interruptFanOut(
   env: TestEnv,
   client: KubeClient,
   leader: ReconcilerProcess,
-  signal: NodeJS.Signals,
+  interrupt: () => unknown,
   value = '2',
   atLeast = 10,
 ): Promise<number> {
@@ -73,7 +87,7 @@ export async function interruptFanOut(
     async () => {
       const n = (await podWrites()) - base;
       if (n < atLeast) return undefined;
-      leader.child.kill(signal);
+      interrupt();
       return n;
     },
     60_000,
