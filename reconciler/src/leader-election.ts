@@ -65,7 +65,7 @@ export class LeaderElector {
   private retryTimer: TimerHandle | undefined;
   private deadlineTimer: TimerHandle | undefined;
   /** The acquire/renew attempt in flight; aborted when it runs out of time or leadership ends. */
-  private attempt: AbortController | undefined;
+  private attempt: { abort(): void } | undefined;
 
   constructor(private readonly o: LeaderElectionOptions) {
     this.duration = o.leaseDurationMs ?? 15_000;
@@ -172,7 +172,7 @@ export class LeaderElector {
   }
 
   private async attemptBounded(): Promise<void> {
-    // The per-request timeout client-go-style callers used (twice the retry period), never past the deadline.
+    // Twice the retry period, never past the deadline: a hung request gives way to the next attempt.
     const bound = this.bound(Math.min(this.retry * 2, this.deadline));
     this.attempt = bound;
     try {
