@@ -46,6 +46,10 @@ export interface AdmissionConfig {
   clientCaFile: string | undefined;
   /** With clientCaFile: the client certificate's CN or one of its SANs must be one of these (empty: any). */
   clientAllowedNames: string[];
+  /** The namespaces the webhooks select (their namespaceSelector's In list); empty: all. */
+  namespaces: string[];
+  /** Namespaces the webhooks never select (its NotIn list); reviews for them are refused without a lookup. */
+  excludedNamespaces: string[];
 }
 
 interface Option {
@@ -182,6 +186,17 @@ const OPTIONS: Option[] = [
     env: 'KD_ADMISSION_CLIENT_ALLOWED_NAMES',
     help: "with --client-ca-file: comma-separated names, one of which the client certificate's CN or a SAN must be (default: any)",
   },
+  {
+    flag: 'namespaces',
+    env: 'KD_WATCH_NAMESPACES',
+    help: "namespaces the webhooks select, comma-separated (empty: all); a review for any other is refused without a lookup. Keep it equal to the webhooks' namespaceSelector",
+  },
+  {
+    flag: 'excluded-namespaces',
+    env: 'KD_ADMISSION_EXCLUDED_NAMESPACES',
+    default: 'kube-system',
+    help: 'namespaces the webhooks never select, comma-separated; a review for one is refused without a lookup (the chart adds the release namespace)',
+  },
 ];
 
 export function usage(): string {
@@ -241,6 +256,13 @@ function list(v: string | undefined): string[] {
         .filter(Boolean),
     ),
   ];
+}
+
+function namespaceList(name: string, v: string | undefined): string[] {
+  const names = list(v);
+  const bad = names.find((n) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(n));
+  if (bad !== undefined) throw new ConfigError(`--${name} must list namespace names, got ${JSON.stringify(bad)}`);
+  return names;
 }
 
 function webhookConfigurations(v: string | undefined): WebhookConfigurationRef[] {
@@ -353,5 +375,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     requestTimeoutMs,
     clientCaFile,
     clientAllowedNames,
+    namespaces: namespaceList('namespaces', get('namespaces')),
+    excludedNamespaces: namespaceList('excluded-namespaces', get('excluded-namespaces')),
   };
 }

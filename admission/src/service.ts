@@ -94,6 +94,7 @@ export class AdmissionService implements CertificateSink {
         lookup,
         rules: { systemNamespace: config.systemNamespace, secretConnections: config.secretConnections },
       },
+      namespaces: { only: config.namespaces, excluded: config.excludedNamespaces },
       metrics: this.metrics,
       log,
       readiness: () => this.readiness(),
@@ -146,6 +147,8 @@ export class AdmissionService implements CertificateSink {
       port,
       tlsMode: this.opts.config.tlsMode,
       systemNamespace: this.opts.config.systemNamespace,
+      namespaces: this.opts.config.namespaces.length > 0 ? this.opts.config.namespaces : 'all',
+      excludedNamespaces: this.opts.config.excludedNamespaces,
       secretConnections: this.opts.config.secretConnections,
       clientCertificates: this.opts.config.clientCaFile !== undefined ? 'required' : 'off',
     });
