@@ -6,10 +6,10 @@
  * probes in a served namespace do tell existing from missing objects (the oracle being closed).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import https from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
 import { metricSum } from '../support/prometheus-text.js';
+import { send } from '../reliability/admission-support.js';
 import { installCrds, must, repoPath, startAdmission, type RunningAdmission } from './admission-service.js';
 
 const env = useTestEnv();
@@ -40,26 +40,11 @@ afterAll(async () => {
 
 const UID = '5c0be000-0000-4000-8000-00000000000b';
 
-function post(path: string, review: unknown): Promise<{ status: number; body: string }> {
-  const body = JSON.stringify(review);
-  return new Promise((ok, fail) => {
-    const req = https.request(
-      svc.url(path),
-      {
-        method: 'POST',
-        ca: env.info.webhookCaPem,
-        agent: false,
-        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => ok({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on('error', fail);
-    req.end(body);
-  });
+async function post(path: string, review: unknown): Promise<{ status: number; body: string }> {
+  const body = Buffer.from(JSON.stringify(review));
+  const headers = { 'Content-Type': 'application/json', 'Content-Length': body.length };
+  const r = await send(svc.port, { method: 'POST', path, headers, body }, { ca: env.info.webhookCaPem });
+  return { status: r.status, body: r.body.toString('utf8') };
 }
 
 /** A kdcluster CREATE in `namespace` (request and object alike, as the API server sends it). */
