@@ -422,6 +422,20 @@ describe('helm lint and helm template', () => {
     const custom = await admissionArgs(['--set', 'webhook.namespaceSelector.matchLabels.kd=on']);
     expect(custom).toContain('--excluded-namespaces=');
     expect(custom.some((a) => a.startsWith('--namespaces'))).toBe(false);
+    // url mode runs no Deployment: NOTES.txt gives the same flags for the service started by hand.
+    const r = await env.helm([
+      'install',
+      REL,
+      CHART,
+      '--namespace',
+      NS,
+      '--dry-run=client',
+      ...MODES.url!,
+      ...narrowed,
+    ]);
+    expect(r.stdout.slice(r.stdout.indexOf('NOTES:'))).toContain(
+      `--namespaces=team-a,team-b --excluded-namespaces=kube-system,${NS},legacy`,
+    );
   });
 
   it('secretConnections and inlineValues reach both services; NetworkPolicy and ServiceMonitor render when enabled', async () => {
