@@ -15,6 +15,7 @@ import { errorMessage, type Logger } from '@kd-connections/shared';
 import { parseAdmissionReview } from './admission-review.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';
 import { discardRest, MAX_BODY_BYTES, parseJson, precheck, readBody } from './request-body.js';
+import type { NamespaceScope } from './namespace-scope.js';
 import { runWebhook, type Webhook, type WebhookDeps } from './webhook.js';
 
 export interface Readiness {
@@ -26,6 +27,8 @@ export interface Readiness {
 export interface AppOptions {
   webhooks: readonly Webhook[];
   deps: WebhookDeps;
+  /** The namespaces the webhooks select; reviews for others are refused without a lookup. Default all. */
+  namespaces?: NamespaceScope;
   metrics: AdmissionMetrics;
   log: Logger;
   readiness: () => Readiness;
@@ -154,7 +157,7 @@ async function serveReview(
   };
   let outcome;
   try {
-    outcome = await runWebhook(webhook, parsed.review, opts.deps);
+    outcome = await runWebhook(webhook, parsed.review, opts.deps, opts.namespaces);
   } catch (e) {
     // Answer 500 so the configuration's failurePolicy decides (Fail for validation, Ignore for pods).
     opts.metrics.observe(webhook.name, operation, 'error', seconds());

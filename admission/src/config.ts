@@ -48,8 +48,10 @@ export interface AdmissionConfig {
   clientAllowedNames: string[];
   /** Plain-HTTP port for /healthz, /readyz and /metrics (kubelet probes with client certificates on); undefined: none. */
   probePort: number | undefined;
-  /** The namespaces the webhooks select; the caches watch only these (kdapps also the system namespace). Empty: all. */
+  /** The namespaces the webhooks select (their namespaceSelector's In list); the caches watch only these (kdapps also the system namespace). Empty: all. */
   namespaces: string[];
+  /** Namespaces the webhooks never select (its NotIn list); reviews for them are refused without a lookup. */
+  excludedNamespaces: string[];
 }
 
 interface Option {
@@ -194,7 +196,13 @@ const OPTIONS: Option[] = [
   {
     flag: 'namespaces',
     env: 'KD_WATCH_NAMESPACES',
-    help: 'namespaces the webhooks select, comma-separated (empty: all); only these are watched (kdapps also in the system namespace), so read rights are needed only there',
+    help: "namespaces the webhooks select, comma-separated (empty: all); only these are watched (kdapps also in the system namespace) and a review for any other is refused without a lookup. Keep it equal to the webhooks' namespaceSelector",
+  },
+  {
+    flag: 'excluded-namespaces',
+    env: 'KD_ADMISSION_EXCLUDED_NAMESPACES',
+    default: 'kube-system',
+    help: 'namespaces the webhooks never select, comma-separated; a review for one is refused without a lookup (the chart adds the release namespace)',
   },
 ];
 
@@ -255,6 +263,13 @@ function list(v: string | undefined): string[] {
         .filter(Boolean),
     ),
   ];
+}
+
+function namespaceList(name: string, v: string | undefined): string[] {
+  const names = list(v);
+  const bad = names.find((n) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(n));
+  if (bad !== undefined) throw new ConfigError(`--${name} must list namespace names, got ${JSON.stringify(bad)}`);
+  return names;
 }
 
 function webhookConfigurations(v: string | undefined): WebhookConfigurationRef[] {
@@ -376,6 +391,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     clientCaFile,
     clientAllowedNames,
     probePort,
-    namespaces: list(get('namespaces')),
+    namespaces: namespaceList('namespaces', get('namespaces')),
+    excludedNamespaces: namespaceList('excluded-namespaces', get('excluded-namespaces')),
   };
 }

@@ -23,11 +23,18 @@ export const HEADERS_TIMEOUT_MS = 105_000;
 /** A whole request, body included; webhooks time out after at most 30 s anyway. */
 export const REQUEST_TIMEOUT_MS = 120_000;
 
+/**
+ * While draining, a connection silent this long is a client's spare, not one about to carry a request:
+ * a client that opens a connection for a request sends it within milliseconds of the handshake.
+ */
+export const SILENT_CONNECTION_MS = 1000;
+
 /** The certificate a connection was set up with (SHA-256 fingerprint), and whether it was told to close. */
 const SERVED = Symbol('servedCertificate');
 const OPENED = Symbol('openedAt');
+const SECURED = Symbol('securedAt');
 const RECYCLED = Symbol('recycled');
-type TaggedSocket = TLSSocket & { [SERVED]?: string; [RECYCLED]?: boolean; [OPENED]?: number };
+type TaggedSocket = TLSSocket & { [SERVED]?: string; [RECYCLED]?: boolean; [OPENED]?: number; [SECURED]?: number };
 
 export interface ServerOptions {
   app: RequestListener;
@@ -65,6 +72,8 @@ export class AdmissionServer implements CertificateSink {
   private firstCertificate: Promise<void>;
   private resolveFirst!: () => void;
   private readonly sockets = new Set<Socket>();
+  /** Connections past the TLS handshake (the TLS sockets, whose bytesRead counts decrypted bytes). */
+  private readonly secured = new Set<TaggedSocket>();
   private readonly log: Logger;
 
   constructor(private readonly opts: ServerOptions) {
@@ -105,6 +114,9 @@ export class AdmissionServer implements CertificateSink {
     const allowed = new Set(opts.clientAllowedNames ?? []);
     this.server.on('secureConnection', (s: TaggedSocket) => {
       s[SERVED] = s.getX509Certificate()?.fingerprint256;
+      s[SECURED] = Date.now();
+      this.secured.add(s);
+      s.once('close', () => this.secured.delete(s));
       // Node's headersTimeout starts at a request's first byte, so a connection that never sends one
       // would be held (a descriptor each) forever; it gets the same time to send it. (bytesRead counts
       // decrypted bytes: zero means no request was even begun; one begun is Node's to time out.)
@@ -187,8 +199,9 @@ export class AdmissionServer implements CertificateSink {
   }
 
   /**
-   * Stops accepting, closes idle kept-alive connections, waits for in-flight requests to finish
-   * (up to `timeoutMs`, then cuts what is left) and resolves when the listener is closed.
+   * Stops accepting, closes every connection not carrying a request (kept-alive ones between requests
+   * at once, ones that never sent a request once silent for SILENT_CONNECTION_MS), waits for in-flight
+   * requests to finish (up to `timeoutMs`, then cuts what is left) and resolves when the listener is closed.
    */
   async shutdown(timeoutMs: number): Promise<{ forced: boolean }> {
     this.closing = true;
@@ -208,25 +221,40 @@ export class AdmissionServer implements CertificateSink {
             `read ${s.bytesRead} B, written ${s.bytesWritten} B, ` +
             `open ${Math.round((now - ((s as TaggedSocket)[OPENED] ?? now)) / 1000)} s`,
         );
-      this.log.warn('drain timeout; closing remaining connections', { open: this.sockets.size, connections: open });
+      this.log.warn('drain timeout; closing remaining connections', {
+        open: this.sockets.size,
+        // Past the handshake; the rest are still in it (or never began it).
+        secured: this.secured.size,
+        connections: open,
+      });
       this.server.closeAllConnections();
       for (const s of this.sockets) s.destroy();
     }, timeoutMs);
     timer.unref();
-    // A socket that finished its request while draining goes idle; close those as they appear.
-    // A connection that has not sent a byte (not even a TLS ClientHello) for a second is not an HTTP
-    // connection yet, so closeIdleConnections does not see it; it cannot be carrying a request either.
-    const sweep = setInterval(() => {
+    // Node's closeIdleConnections only closes connections between two requests. Two kinds it cannot see
+    // hold the drain to its timeout otherwise, and neither can be carrying a request:
+    // - connected, no byte sent (not even a TLS ClientHello): not an HTTP connection yet;
+    // - past the handshake, no request byte sent: Node counts it as a request in progress from the
+    //   handshake on. An HTTP client leaves these in its pool when it dialed for a request that another
+    //   connection then carried (Go's transport does, so the API server does).
+    // Both are closed once silent for SILENT_CONNECTION_MS; a socket that finished its request while
+    // draining goes idle, and is closed as it appears.
+    const sweep = () => {
       this.server.closeIdleConnections();
-      const before = Date.now() - 1000;
+      const before = Date.now() - SILENT_CONNECTION_MS;
       for (const s of this.sockets) {
         if (s.bytesRead === 0 && ((s as TaggedSocket)[OPENED] ?? 0) < before) s.destroy();
       }
-    }, 100);
-    sweep.unref();
+      for (const s of this.secured) {
+        if (s.bytesRead === 0 && (s[SECURED] ?? 0) < before) s.destroy();
+      }
+    };
+    sweep();
+    const sweeping = setInterval(sweep, 100);
+    sweeping.unref();
     await closed;
     clearTimeout(timer);
-    clearInterval(sweep);
+    clearInterval(sweeping);
     return { forced };
   }
 }

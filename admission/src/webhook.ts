@@ -13,6 +13,7 @@ import {
   type Decision,
 } from './admission-review.js';
 import { memoizeLookup } from './memoize-lookup.js';
+import { ALL_NAMESPACES, outOfScope, type NamespaceScope } from './namespace-scope.js';
 
 export interface WebhookDeps {
   lookup: AppLookup;
@@ -152,9 +153,17 @@ export function reject(code: number, message: string): Decision {
   return { allowed: false, code, message, note: message };
 }
 
-/** Decides one review. Throws only on unexpected failures (lookups that cannot be answered). */
-export async function runWebhook(webhook: Webhook, review: AdmissionReview, deps: WebhookDeps): Promise<WebhookResult> {
-  const decision = await decide(webhook, review.request, deps);
+/**
+ * Decides one review. Throws only on unexpected failures (lookups that cannot be answered). A review
+ * for a namespace outside `scope` is refused first, before anything is looked up.
+ */
+export async function runWebhook(
+  webhook: Webhook,
+  review: AdmissionReview,
+  deps: WebhookDeps,
+  scope: NamespaceScope = ALL_NAMESPACES,
+): Promise<WebhookResult> {
+  const decision = outOfScope(review.request, scope, webhook.name === 'validate-kdapp') ?? (await decide(webhook, review.request, deps));
   return { review: toResponse(review, decision), decision };
 }
 

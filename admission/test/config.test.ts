@@ -31,6 +31,7 @@ describe('configuration', () => {
       clientAllowedNames: [],
       probePort: undefined,
       namespaces: [],
+      excludedNamespaces: ['kube-system'],
     });
   });
 
@@ -39,6 +40,20 @@ describe('configuration', () => {
       probePort: 8081,
       namespaces: ['team-a', 'team-b'],
     });
+  });
+
+  it('reads the namespaces the webhooks select and refuses names that are not namespaces', () => {
+    expect(parseConfig(['--namespaces=team-a, team-b', '--excluded-namespaces=kube-system,kd'], {})).toMatchObject({
+      namespaces: ['team-a', 'team-b'],
+      excludedNamespaces: ['kube-system', 'kd'],
+    });
+    expect(parseConfig(['--excluded-namespaces='], { KD_WATCH_NAMESPACES: 'ml' })).toMatchObject({
+      namespaces: ['ml'],
+      excludedNamespaces: [],
+    });
+    expect(() => parseConfig(['--namespaces=Team_A'], {})).toThrow(
+      '--namespaces must list namespace names, got "Team_A"',
+    );
   });
 
   it('reads the slow-client timeouts and optional client-certificate authentication', () => {

@@ -423,6 +423,45 @@ describe('helm lint and helm template', () => {
     expect(containerArgs(one(docs, 'Deployment', `${fullname}-admission`))).toContain('--system-namespace=kd-catalog');
   });
 
+  it("the admission service is told the namespaces the webhooks' namespaceSelector selects", async () => {
+    const fullname = `${REL}-kd-connections`;
+    const admissionArgs = async (sets: string[]) =>
+      containerArgs(one((await helmTemplate(env, REL, NS, sets)).docs, 'Deployment', `${fullname}-admission`));
+    const selector = async (sets: string[]) =>
+      webhooksOf((await helmTemplate(env, REL, NS, sets)).docs).map((w) => w.namespaceSelector);
+    const narrowed = ['--set', 'watchNamespaces={team-a,team-b}', '--set', 'webhook.excludeNamespaces={legacy}'];
+    expect(await admissionArgs(narrowed)).toEqual(
+      expect.arrayContaining(['--namespaces=team-a,team-b', `--excluded-namespaces=kube-system,${NS},legacy`]),
+    );
+    for (const s of await selector(narrowed)) {
+      expect(s.matchExpressions).toEqual([
+        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS, 'legacy'] },
+        { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] },
+      ]);
+    }
+    const all = await admissionArgs([]);
+    expect(all).toContain(`--excluded-namespaces=kube-system,${NS}`);
+    expect(all.some((a) => a.startsWith('--namespaces'))).toBe(false);
+    // A custom selector cannot be mirrored as lists: every namespace is served.
+    const custom = await admissionArgs(['--set', 'webhook.namespaceSelector.matchLabels.kd=on']);
+    expect(custom).toContain('--excluded-namespaces=');
+    expect(custom.some((a) => a.startsWith('--namespaces'))).toBe(false);
+    // url mode runs no Deployment: NOTES.txt gives the same flags for the service started by hand.
+    const r = await env.helm([
+      'install',
+      REL,
+      CHART,
+      '--namespace',
+      NS,
+      '--dry-run=client',
+      ...MODES.url!,
+      ...narrowed,
+    ]);
+    expect(r.stdout.slice(r.stdout.indexOf('NOTES:'))).toContain(
+      `--namespaces=team-a,team-b --excluded-namespaces=kube-system,${NS},legacy`,
+    );
+  });
+
   it('secretConnections and inlineValues reach both services; NetworkPolicy and ServiceMonitor render when enabled', async () => {
     const off = await render('bootstrap', sets({ 'secretConnections.enabled': false }));
     const fullname = `${REL}-kd-connections`;

@@ -9,9 +9,17 @@
  * The terminated replica runs with --shutdown-delay=3 (the endpoint-propagation window the chart's
  * preStop sleep gives a pod): it turns unready at once, keeps answering with `Connection: close`, then
  * closes its listener, finishes what is in flight and exits 0.
+ *
+ * It also holds a spare connection: past the TLS handshake, never a request. The API server's Go
+ * transport leaves such connections in its pool when it dialed for a request that another connection
+ * then carried (it did so now and then at the moment of SIGTERM, when answers with `Connection: close`
+ * make it dial more). Node counts one as a request in progress, so the drain once waited for it until
+ * its timeout ("read 1565 B, written 1947 B": a Go ClientHello and the server's handshake, nothing else).
+ * Opened here on purpose, the drain must close it without waiting, every run.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import https from 'node:https';
+import tls from 'node:tls';
 import { useTestEnv } from '../support/cluster.js';
 import { eventually } from '../support/processes.js';
 import { startBalancer, startLoad, type Balancer, type Load } from '../e2e/admission-certs-support.js';
@@ -19,7 +27,6 @@ import {
   httpsGet,
   installCrds,
   registerWebhooks,
-  sleep,
   startAdmission,
   waitUntilLive,
   type Registration,
@@ -108,6 +115,18 @@ async function heldReview(port: number) {
   };
 }
 
+/** A connection to one replica that completes the TLS handshake and never sends a request. */
+async function spareConnection(port: number): Promise<{ closed: Promise<void> }> {
+  const s = tls.connect({ host: '127.0.0.1', port, ca: ca() });
+  s.on('error', () => {});
+  const closed = new Promise<void>((r) => s.once('close', () => r()));
+  await new Promise<void>((ok, fail) => {
+    s.once('secureConnect', () => ok());
+    s.once('error', fail);
+  });
+  return { closed };
+}
+
 const refused = (port: number) =>
   httpsGet(`https://127.0.0.1:${port}/healthz`, ca()).then(
     () => false,
@@ -117,22 +136,27 @@ const refused = (port: number) =>
 describe('SIGTERM under load through the API server', () => {
   it('drains the terminated replica (exit 0), the other takes over, a rolling update follows: 0 failed admissions', async () => {
     const [first, second] = replicas as [RunningAdmission, RunningAdmission];
-    loads = [0, 1].map(() => startLoad(env, { maxRequests: 6000, maxMs: 110_000, pauseMs: 10 }));
-    await eventually('the API server calls the replicas', () => reviews(first) + reviews(second) > 20);
+    // Bounded well past what the test takes on a loaded machine: the loads must end by stop(), not by time.
+    loads = [0, 1].map(() => startLoad(env, { maxRequests: 6000, maxMs: 170_000, pauseMs: 10 }));
+    const sentSoFar = () => loads.reduce((n, l) => n + l.sent(), 0);
+    await eventually('the API server calls the replicas', () => reviews(first) + reviews(second) > 20, 60_000);
     // The victim is a replica the API server is sending to right now (its kept-alive connections may
-    // all have landed on one of the two).
+    // all have landed on one of the two), judged over a number of reviews rather than a time: on a
+    // loaded machine a second may see none.
     const [f0, s0] = [reviews(first), reviews(second)];
-    await sleep(1000);
+    await eventually('recent reviews', () => reviews(first) - f0 + reviews(second) - s0 >= 6, 60_000, 20);
     const [a, b] = reviews(first) - f0 >= reviews(second) - s0 ? [first, second] : [second, first];
 
     // --- SIGTERM replica a while it carries load and holds an in-flight review.
     const held = await heldReview(a.port);
+    const spare = await spareConnection(a.port);
     const beforeTerm = reviews(a);
+    const sentBeforeA = sentSoFar();
     a.signal('SIGTERM');
     await eventually(
       'a is dropped from the endpoints (readiness false)',
       () => !routing!.routed().includes(a.port),
-      5000,
+      10_000,
       20,
     );
     await eventually('a closes its listener after the shutdown delay', () => refused(a.port), 20_000, 50);
@@ -142,6 +166,7 @@ describe('SIGTERM under load through the API server', () => {
     expect(done.connection).toBe('close');
     expect(JSON.parse(done.body).response).toMatchObject({ uid: UID, allowed: false });
     expect(await a.exited).toEqual({ code: 0, signal: null });
+    await spare.closed;
     // Nothing was left for the drain timeout to cut (its warning says how many connections were open).
     expect(a.logs().filter((l) => l.level === 'warn')).toEqual([]);
     expect(a.logs().find((l) => l.msg === 'stopped')).toMatchObject({ forced: false });
@@ -153,16 +178,18 @@ describe('SIGTERM under load through the API server', () => {
     const [c, d] = [await start(), await start()];
     routing!.add(c.port);
     routing!.add(d.port);
-    await eventually('the replacements are routed to', () => routing!.routed().length === 3, 10_000, 50);
+    await eventually('the replacements are routed to', () => routing!.routed().length === 3, 30_000, 50);
     const bBeforeTerm = reviews(b);
+    const sentBeforeB = sentSoFar();
     b.signal('SIGTERM');
     expect(await b.exited).toEqual({ code: 0, signal: null });
     expect(b.logs().filter((l) => l.level === 'warn')).toEqual([]);
     expect(b.logs().find((l) => l.msg === 'stopped')).toMatchObject({ forced: false });
     const bWhileDraining = reviews(b) - bBeforeTerm;
     expect(bWhileDraining).toBeGreaterThan(0);
+    const sentAfterB = sentSoFar();
     const newBefore = reviews(c) + reviews(d);
-    await eventually('the new replicas carry the load', () => reviews(c) + reviews(d) > newBefore + 20, 30_000);
+    await eventually('the new replicas carry the load', () => reviews(c) + reviews(d) > newBefore + 20, 60_000);
 
     const results = await Promise.all(loads.map((l) => l.stop()));
     const sent = results.reduce((n, r) => n + r.sent, 0);
@@ -174,7 +201,14 @@ describe('SIGTERM under load through the API server', () => {
     );
     expect(failures).toEqual([]);
     expect(results.every((r) => r.endedBy === 'stop')).toBe(true);
-    expect(sent).toBeGreaterThan(200);
+    // The load ran through both drains and after them (how much it sent depends on the machine).
+    expect({ duringA: sentBeforeB > sentBeforeA, duringB: sentAfterB > sentBeforeB, after: sent > sentAfterB }).toEqual(
+      {
+        duringA: true,
+        duringB: true,
+        after: true,
+      },
+    );
     for (const r of replicas) expect(r.logs().filter((l) => l.level === 'error')).toEqual([]);
-  }, 150_000);
+  }, 200_000);
 });

@@ -295,3 +295,17 @@ matchConditions:
 {{- fail "reconciler.replicas > 1 needs reconciler.leaderElection.enabled=true: two reconcilers without a Lease would both write" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The admission service's flags for the namespaces kd.webhook.namespaceSelector selects, from the same
+     values (one per line): a review for any other was not sent by the API server and is refused before
+     anything is looked up. A custom selector cannot be mirrored as lists; then every namespace is served. */}}
+{{- define "kd.admission.namespaceArgs" -}}
+{{- if .Values.webhook.namespaceSelector -}}
+--excluded-namespaces=
+{{- else -}}
+{{- with .Values.watchNamespaces -}}
+--namespaces={{ join "," (uniq .) }}{{ "\n" }}
+{{- end -}}
+--excluded-namespaces={{ join "," (uniq (concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces)) }}
+{{- end -}}
+{{- end -}}
