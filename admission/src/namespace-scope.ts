@@ -41,11 +41,7 @@ function metadataNamespace(o: unknown): unknown {
  * a string is left to the shape check, which refuses it as well, also before any lookup. The message
  * depends on the namespace name alone: it is the same whatever exists there.
  */
-export function outOfScope(
-  request: AdmissionRequest,
-  scope: NamespaceScope,
-  forApps = false,
-): Decision | undefined {
+export function outOfScope(request: AdmissionRequest, scope: NamespaceScope, forApps = false): Decision | undefined {
   if (scope.only.length === 0 && scope.excluded.length === 0) return undefined;
   if (request.namespace === undefined || request.namespace === null || request.namespace === '') {
     return refusal('request.namespace is missing: these webhooks judge namespaced objects only');

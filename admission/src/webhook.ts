@@ -163,7 +163,9 @@ export async function runWebhook(
   deps: WebhookDeps,
   scope: NamespaceScope = ALL_NAMESPACES,
 ): Promise<WebhookResult> {
-  const decision = outOfScope(review.request, scope, webhook.name === 'validate-kdapp') ?? (await decide(webhook, review.request, deps));
+  const decision =
+    outOfScope(review.request, scope, webhook.name === 'validate-kdapp') ??
+    (await decide(webhook, review.request, deps));
   return { review: toResponse(review, decision), decision };
 }
 
