@@ -1,0 +1,93 @@
+/**
+ * containerd for the harness's node: root, state, socket and CNI configuration all under the run's
+ * folder, the locally built pause image as sandbox image, and images imported from archives (never
+ * pulled). Settings that were each found by a failure on these machines:
+ * - restrict_oom_score_adj: without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to -998 and sandbox
+ *   creation fails with only "can't get final child's PID from pipe: EOF";
+ * - a CNI configuration with only the loopback plugin: the runtime reports its network ready (so the
+ *   node goes Ready and is schedulable) while pods get no interface that could reach anything; member
+ *   pods use hostNetwork and stay on 127.0.0.1.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface ContainerdPaths {
+  root: string;
+  state: string;
+  socket: string;
+  cniConfDir: string;
+  config: string;
+}
+
+export function containerdPaths(dir: string): ContainerdPaths {
+  return {
+    root: join(dir, 'root'),
+    state: join(dir, 'state'),
+    socket: join(dir, 'containerd.sock'),
+    cniConfDir: join(dir, 'cni'),
+    config: join(dir, 'config.toml'),
+  };
+}
+
+/** containerd 1.6 configuration (version 2 schema). */
+export function containerdConfig(p: ContainerdPaths, sandboxImage: string, cniBinDir: string): string {
+  const q = (s: string) => JSON.stringify(s);
+  return `version = 2
+root = ${q(p.root)}
+state = ${q(p.state)}
+disabled_plugins = ["io.containerd.grpc.v1.cri.btrfs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = ${q(p.socket)}
+
+[ttrpc]
+  address = ${q(`${p.socket}.ttrpc`)}
+
+[debug]
+  level = "warn"
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = ${q(sandboxImage)}
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = ${q(join(p.state, 'runc'))}
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = ${q(cniBinDir)}
+    conf_dir = ${q(p.cniConfDir)}
+    max_conf_num = 1
+`;
+}
+
+/** The only network configuration the node has: loopback inside each pod's namespace, nothing else. */
+export const LOOPBACK_CNI = {
+  cniVersion: '0.4.0',
+  name: 'kd-loopback-only',
+  plugins: [{ type: 'loopback' }],
+};
+
+export function writeContainerdFiles(p: ContainerdPaths, sandboxImage: string, cniBinDir: string): void {
+  for (const d of [p.root, p.state, p.cniConfDir]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(p.cniConfDir, '10-kd-loopback.conflist'), JSON.stringify(LOOPBACK_CNI, null, 2));
+  writeFileSync(p.config, containerdConfig(p, sandboxImage, cniBinDir));
+}
+
+/** Imports an OCI archive into the namespace the CRI plugin uses. */
+export async function importImage(ctr: string, socket: string, archive: string): Promise<void> {
+  await run(ctr, ['--address', socket, '-n', 'k8s.io', 'images', 'import', archive]);
+}
