@@ -5,13 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export type Binary =
-  | 'kube-apiserver'
-  | 'etcd'
-  | 'kubectl'
-  | 'helm'
-  | 'kubelet'
-  | 'kube-scheduler'
-  | 'kube-controller-manager';
+  'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-scheduler' | 'kube-controller-manager';
 /** What a control plane needs; the node's three are built on first use of a node. */
 export const ALL_BINARIES: Binary[] = ['kube-apiserver', 'etcd', 'kubectl', 'helm'];
 export const NODE_BINARIES: Binary[] = ['kubelet', 'kube-scheduler', 'kube-controller-manager'];

@@ -35,6 +35,8 @@ export interface ControlPlaneInfo {
   webhookCaPem: string;
   webhookServing: CertPair;
   serviceAccountIssuer: string;
+  /** Where the node started beside this control plane reports its state (see node-status.ts). */
+  nodeStatusPath: string;
 }
 
 export interface StartOptions {
@@ -267,6 +269,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       webhookCaPem: webhookCa.certPem,
       webhookServing,
       serviceAccountIssuer: `${server}/`,
+      nodeStatusPath: p('node-status.json'),
     };
     return {
       ...info,

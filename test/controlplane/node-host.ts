@@ -89,7 +89,10 @@ export function kubeChains(): string[] {
     for (const table of IPTABLES_TABLES) {
       let rules = '';
       try {
-        rules = execFileSync(cmd, ['-w', '5', '-t', table, '-S'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+        rules = execFileSync(cmd, ['-w', '5', '-t', table, '-S'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
       } catch {
         continue;
       }
@@ -277,7 +280,10 @@ export function cleanupNodeHost(s: NodeHostState, log: (m: string) => void = () 
   };
   // 1. Processes: node components and runtime first (no restarts), then containers, then shims.
   // Recorded pids count while their command line is still the recorded program (pids get reused).
-  const recorded = () => Object.entries(s.pids).filter(([name, pid]) => cmdline(pid).includes(name)).map(([, pid]) => pid);
+  const recorded = () =>
+    Object.entries(s.pids)
+      .filter(([name, pid]) => cmdline(pid).includes(name))
+      .map(([, pid]) => pid);
   const ours = () => [...new Set([...processesOf(s.dir), ...recorded()])];
   const cgroups = () => kubepodsCgroups().filter((c) => !s.existingCgroups.includes(c));
   killAll(ours(), 'SIGTERM');

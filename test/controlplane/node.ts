@@ -9,7 +9,7 @@
  * process dies without stop().
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -24,6 +24,7 @@ import {
   acquireNodeLock,
   cleanupNodeHost,
   nodeStatePath,
+  nodeTraces,
   readNodeState,
   snapshotHost,
   writeNodeState,
@@ -49,7 +50,8 @@ export interface NodeHandle extends NodeInfo {
   info(): NodeInfo;
   /** Resolves when the Node object reports Ready. */
   ready: Promise<void>;
-  stop(): Promise<void>;
+  /** Stops everything and undoes the host changes; resolves with whatever traces remain (none, normally). */
+  stop(): Promise<string[]>;
 }
 
 /** Which host tools are missing, with the Debian packages that provide them. */
@@ -87,8 +89,9 @@ function kubeconfig(server: string, ca: string, cert: string, key: string): stri
 }
 
 /** The kubelet's configuration; every setting here was needed on these machines (see README). */
-export function kubeletConfig(dir: string, containerdSocket: string, caFile: string): object {
+export function kubeletConfig(dir: string, containerdSocket: string, caFile: string, taint = false): object {
   return {
+    ...(taint ? { registerWithTaints: [TEST_NODE_TAINT] } : {}),
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',
     // Hosts of this kind run cgroup v1 (hybrid) and have swap; neither matters for tests.
@@ -170,8 +173,17 @@ const watchdogScript = [join(here, 'node-watchdog.js'), resolve(here, '../dist/c
   (p) => existsSync(p),
 );
 
+/**
+ * The taint the test node registers with: pods of tests that do not ask for a node keep staying Pending
+ * (as they did before a node existed); pods that should run carry TEST_NODE_TOLERATION.
+ */
+export const TEST_NODE_TAINT = { key: 'kd-connections.test/real-node', value: 'true', effect: 'NoSchedule' };
+export const TEST_NODE_TOLERATION = { key: TEST_NODE_TAINT.key, operator: 'Exists', effect: 'NoSchedule' };
+
 export interface NodeOptions {
   log?: (m: string) => void;
+  /** Register with TEST_NODE_TAINT (the test suite's node); npm start's node takes every pod. */
+  taint?: boolean;
   readyTimeoutMs?: number;
 }
 
@@ -205,16 +217,16 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
     w.unref();
   }
 
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    for (const n of ['kube-scheduler', 'kube-controller-manager', 'kubelet', 'containerd']) await stopChild(children[n]);
-    const problems = cleanupNodeHost(state, log);
-    if (problems.length === 0 && readNodeState(statePath)?.ownerPid === process.pid) {
-      (await import('node:fs')).rmSync(statePath, { force: true });
-    }
-  };
+  let stopping: Promise<string[]> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      for (const n of ['kube-scheduler', 'kube-controller-manager', 'kubelet', 'containerd'])
+        await stopChild(children[n]);
+      cleanupNodeHost(state, log);
+      const traces = nodeTraces(state);
+      if (traces.length === 0 && readNodeState(statePath)?.ownerPid === process.pid) rmSync(statePath, { force: true });
+      return traces;
+    })());
 
   try {
     // containerd, then the images.
@@ -258,7 +270,7 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
     apply.child.stdin?.end(JSON.stringify(binding));
     await apply;
 
-    writeFileSync(p('kubelet.yaml'), JSON.stringify(kubeletConfig(dir, cd.socket, p('ca.crt')), null, 2));
+    writeFileSync(p('kubelet.yaml'), JSON.stringify(kubeletConfig(dir, cd.socket, p('ca.crt'), opts.taint), null, 2));
     mkdirSync(p('kubelet'), { recursive: true });
     log('starting kubelet, kube-scheduler and kube-controller-manager');
     children.kubelet = spawnLogged(
@@ -275,16 +287,28 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
       ],
       'kubelet.log',
     );
-    const common = [`--kubeconfig=${cp.kubeconfigPath}`, '--leader-elect=false', '--secure-port=0', '--v=1'];
-    children['kube-scheduler'] = spawnLogged(dir, bins['kube-scheduler'], common, 'kube-scheduler.log');
+    // Their own identities (bound by the built-in RBAC roles), so their writes are never the admin's.
+    for (const who of ['kube-scheduler', 'kube-controller-manager']) {
+      const c = createClientCert({ ca, commonName: `system:${who}` });
+      writeFileSync(p(`${who}.kubeconfig`), kubeconfig(cp.server, cp.caPem, c.certPem, c.keyPem), { mode: 0o600 });
+    }
+    const common = ['--leader-elect=false', '--secure-port=0', '--v=1'];
+    children['kube-scheduler'] = spawnLogged(
+      dir,
+      bins['kube-scheduler'],
+      [`--kubeconfig=${p('kube-scheduler.kubeconfig')}`, ...common],
+      'kube-scheduler.log',
+    );
     children['kube-controller-manager'] = spawnLogged(
       dir,
       bins['kube-controller-manager'],
       [
+        `--kubeconfig=${p('kube-controller-manager.kubeconfig')}`,
         ...common,
         `--service-account-private-key-file=${join(cp.dir, 'sa.key')}`,
         `--root-ca-file=${join(cp.dir, 'ca.crt')}`,
-        '--use-service-account-credentials=false',
+        // Each controller acts as its own ServiceAccount, with the roles RBAC gives it.
+        '--use-service-account-credentials=true',
         // Its default is a fixed host folder it would create and watch.
         `--flex-volume-plugin-dir=${p('kcm-volume-plugins')}`,
         '--controllers=*,-bootstrapsigner,-tokencleaner,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller',

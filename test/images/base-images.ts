@@ -8,7 +8,16 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,12 +30,16 @@ const IMAGE_RECIPE = '1';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** bins/kube-node pins the kubernetes module whose pause.c we compile (from test/images or test/dist/images). */
-const kubeNodeModule = [resolve(here, '../controlplane/bins/kube-node'), resolve(here, '../../controlplane/bins/kube-node')].find(
-  (d) => existsSync(join(d, 'go.mod')),
-);
+const kubeNodeModule = [
+  resolve(here, '../controlplane/bins/kube-node'),
+  resolve(here, '../../controlplane/bins/kube-node'),
+].find((d) => existsSync(join(d, 'go.mod')));
 
 export function imageCacheDir(): string {
-  return process.env.KD_IMAGE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kd-connections', 'images');
+  return (
+    process.env.KD_IMAGE_CACHE ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kd-connections', 'images')
+  );
 }
 
 export interface BuiltImage {
@@ -103,7 +116,10 @@ function busyboxImage(): BuiltImage {
       execFileSync('cp', [join(dl, 'x/bin/busybox'), join(rootfs, 'bin/busybox')]);
       const applets = execFileSync(join(rootfs, 'bin/busybox'), ['--list'], { encoding: 'utf8' }).split('\n');
       for (const a of applets) if (a && a !== 'busybox') symlinkSync('busybox', join(rootfs, 'bin', a));
-      writeFileSync(join(rootfs, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+      writeFileSync(
+        join(rootfs, 'etc/passwd'),
+        'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
+      );
       writeFileSync(join(rootfs, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
     } finally {
       rmSync(dl, { recursive: true, force: true });

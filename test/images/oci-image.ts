@@ -136,7 +136,8 @@ export function writeOciArchive(rootfs: string, spec: ImageSpec, archive: string
     const image = ociImage(spec, readFileSync(join(work, 'layer.tar')));
     const layout = join(work, 'layout');
     mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
-    for (const b of image.blobs) writeFileSync(join(layout, 'blobs', 'sha256', b.digest.slice('sha256:'.length)), b.bytes);
+    for (const b of image.blobs)
+      writeFileSync(join(layout, 'blobs', 'sha256', b.digest.slice('sha256:'.length)), b.bytes);
     writeFileSync(join(layout, 'index.json'), JSON.stringify(image.index));
     writeFileSync(join(layout, 'oci-layout'), JSON.stringify(image.layout));
     reproducibleTar(layout, `${archive}.tmp`);
