@@ -69,6 +69,21 @@ export function missingNodePrerequisites(): string[] {
   return missing;
 }
 
+/** Debian packages a node needs (busybox-static is only downloaded, by the image builder). */
+export const NODE_PACKAGES = ['containerd', 'runc', 'containernetworking-plugins'];
+
+/**
+ * npm start's first-run path on a fresh machine: installs the runtime packages with apt when they are
+ * missing and this is a root shell on Debian; otherwise leaves it to missingNodePrerequisites() to say.
+ */
+export async function installNodePrerequisites(log: (m: string) => void): Promise<void> {
+  if (missingNodePrerequisites().length === 0 || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;
+  log(`installing ${NODE_PACKAGES.join(', ')} with apt-get (first run only)`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['update', '-qq'], { env, maxBuffer: 64 * 1024 * 1024 });
+  await run('apt-get', ['install', '-y', '-qq', ...NODE_PACKAGES], { env, maxBuffer: 64 * 1024 * 1024 });
+}
+
 function which(name: string): string {
   for (const d of (process.env.PATH ?? '').split(':').concat('/usr/bin', '/usr/sbin')) {
     if (d && existsSync(join(d, name))) return join(d, name);
