@@ -213,7 +213,12 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
   const dir = mkdtempSync(join(tmpdir(), 'kd-node-'));
   const statePath = nodeStatePath();
   const state: NodeHostState = snapshotHost(dir);
-  acquireNodeLock(state, log, statePath);
+  try {
+    acquireNodeLock(state, log, statePath);
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   const children: Record<string, ChildProcess> = {};
   const record = () => {
     state.pids = Object.fromEntries(
