@@ -199,6 +199,12 @@ export interface NodeOptions {
   log?: (m: string) => void;
   /** Register with TEST_NODE_TAINT (the test suite's node); npm start's node takes every pod. */
   taint?: boolean;
+  /**
+   * Run the controllers that put a `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap into
+   * every namespace (default true). The test suite's node leaves them off: tests assert that a namespace
+   * holds exactly what the chart or the product put there.
+   */
+  namespaceDefaults?: boolean;
   readyTimeoutMs?: number;
 }
 
@@ -331,7 +337,16 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
         '--use-service-account-credentials=true',
         // Its default is a fixed host folder it would create and watch.
         `--flex-volume-plugin-dir=${p('kcm-volume-plugins')}`,
-        '--controllers=*,-bootstrapsigner,-tokencleaner,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller',
+        `--controllers=${[
+          '*',
+          // No cloud: nothing to balance, route or look up.
+          '-cloud-node-lifecycle-controller',
+          '-service-lb-controller',
+          '-node-route-controller',
+          ...(opts.namespaceDefaults === false
+            ? ['-serviceaccount-controller', '-root-ca-certificate-publisher-controller']
+            : []),
+        ].join(',')}`,
       ],
       'kube-controller-manager.log',
     );

@@ -1,7 +1,8 @@
 /**
  * The harness's node: a real kubelet on containerd joins the test control plane; pods run in real
  * containers; the API server reaches the kubelet for logs and exec; the controller-manager and the
- * scheduler do their part (a Deployment becomes available, every namespace gets the root CA ConfigMap).
+ * scheduler do their part (a Deployment becomes available). The test node runs without the controllers
+ * that fill every namespace with a default ServiceAccount and kube-root-ca.crt (see node.ts).
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { useTestEnv } from '../support/cluster.js';
@@ -43,7 +44,7 @@ describe('the test node', () => {
     );
   });
 
-  it('runs a Deployment to available (scheduler + controller-manager) and publishes kube-root-ca.crt', async () => {
+  it('runs a Deployment to available (scheduler + controller-manager)', async () => {
     await apply(env, [
       {
         apiVersion: 'apps/v1',
@@ -67,7 +68,7 @@ describe('the test node', () => {
     await kubectlOk(env, ['rollout', 'status', 'deployment/web', '--timeout=120s']);
     const d = await getJson(env, ['deployment', 'web']);
     expect(d.status.availableReplicas).toBe(2);
-    const ca = await getJson(env, ['configmap', 'kube-root-ca.crt']);
-    expect(ca.data['ca.crt']).toBe(env.info.caPem);
+    const pods = await getJson(env, ['pods', '-l', 'app=web']);
+    expect(pods.items.map((p: { spec: { nodeName: string } }) => p.spec.nodeName)).toEqual(['127.0.0.1', '127.0.0.1']);
   });
 });
