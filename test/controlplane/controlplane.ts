@@ -82,7 +82,8 @@ function get(url: string, tls?: https.RequestOptions): Promise<number> {
   });
 }
 
-async function stopProcess(p: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
+/** SIGTERM, then SIGKILL after graceMs; resolves when the process has exited. */
+export async function stopProcess(p: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
   if (!p || p.exitCode !== null || p.signalCode) return;
   const exited = new Promise<void>((r) => p.once('exit', () => r()));
   p.kill('SIGTERM');
@@ -91,7 +92,7 @@ async function stopProcess(p: ChildProcess | undefined, graceMs = 10_000): Promi
   clearTimeout(timer);
 }
 
-function kubeconfigYaml(server: string, ca: string, cert: string, key: string): string {
+export function kubeconfigYaml(server: string, ca: string, cert: string, key: string): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   // JSON is YAML; kubectl, helm and client-node all read it.
   return JSON.stringify(

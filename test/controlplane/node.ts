@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { createClientCert } from '@kd-connections/certs';
 import { ensureBinaries } from './binaries.js';
 import { containerdPaths, importImage, writeContainerdFiles } from './containerd.js';
-import type { ControlPlaneInfo } from './controlplane.js';
+import { kubeconfigYaml, stopProcess, type ControlPlaneInfo } from './controlplane.js';
 import { waitFor } from './net.js';
 import {
   acquireNodeLock,
@@ -91,18 +91,6 @@ function which(name: string): string {
   throw new Error(`${name} not found`);
 }
 
-function kubeconfig(server: string, ca: string, cert: string, key: string): string {
-  const b64 = (s: string) => Buffer.from(s).toString('base64');
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'kd', cluster: { server, 'certificate-authority-data': b64(ca) } }],
-    users: [{ name: 'u', user: { 'client-certificate-data': b64(cert), 'client-key-data': b64(key) } }],
-    contexts: [{ name: 'kd', context: { cluster: 'kd', user: 'u' } }],
-    'current-context': 'kd',
-  });
-}
-
 /** The kubelet's configuration; every setting here was needed on these machines (see README). */
 export function kubeletConfig(dir: string, containerdSocket: string, caFile: string, taint = false): object {
   return {
@@ -143,15 +131,6 @@ function spawnLogged(dir: string, bin: string, args: string[], logName: string):
   const child = spawn(bin, args, { stdio: ['ignore', fd, fd] });
   closeSync(fd);
   return child;
-}
-
-async function stopChild(p: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
-  if (!p || p.exitCode !== null || p.signalCode) return;
-  const exited = new Promise<void>((r) => p.once('exit', () => r()));
-  p.kill('SIGTERM');
-  const t = setTimeout(() => p.kill('SIGKILL'), graceMs);
-  await exited;
-  clearTimeout(t);
 }
 
 function getJson(cp: ControlPlaneInfo, path: string): Promise<{ status: number; body: unknown }> {
@@ -247,7 +226,7 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
   const stop = () =>
     (stopping ??= (async () => {
       for (const n of ['kube-scheduler', 'kube-controller-manager', 'kubelet', 'containerd'])
-        await stopChild(children[n]);
+        await stopProcess(children[n]);
       cleanupNodeHost(state, log);
       const traces = nodeTraces(state);
       if (traces.length === 0 && readNodeState(statePath)?.ownerPid === process.pid) rmSync(statePath, { force: true });
@@ -281,7 +260,7 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
     const ca = { certPem: cp.caPem, keyPem: cp.caKeyPem };
     const nodeCert = createClientCert({ ca, commonName: `system:node:${NODE_NAME}`, organizations: ['system:nodes'] });
     writeFileSync(p('ca.crt'), cp.caPem);
-    writeFileSync(p('kubelet.kubeconfig'), kubeconfig(cp.server, cp.caPem, nodeCert.certPem, nodeCert.keyPem), {
+    writeFileSync(p('kubelet.kubeconfig'), kubeconfigYaml(cp.server, cp.caPem, nodeCert.certPem, nodeCert.keyPem), {
       mode: 0o600,
     });
     // The built-in system:node binding has no subjects when only RBAC authorizes.
@@ -316,7 +295,7 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
     // Their own identities (bound by the built-in RBAC roles), so their writes are never the admin's.
     for (const who of ['kube-scheduler', 'kube-controller-manager']) {
       const c = createClientCert({ ca, commonName: `system:${who}` });
-      writeFileSync(p(`${who}.kubeconfig`), kubeconfig(cp.server, cp.caPem, c.certPem, c.keyPem), { mode: 0o600 });
+      writeFileSync(p(`${who}.kubeconfig`), kubeconfigYaml(cp.server, cp.caPem, c.certPem, c.keyPem), { mode: 0o600 });
     }
     const common = ['--leader-elect=false', '--secure-port=0', '--v=1'];
     children['kube-scheduler'] = spawnLogged(
