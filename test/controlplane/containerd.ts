@@ -4,12 +4,12 @@
  * pulled). Settings that were each found by a failure on these machines:
  * - restrict_oom_score_adj: without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to -998 and sandbox
  *   creation fails with only "can't get final child's PID from pipe: EOF";
- * - a CNI configuration with only the loopback plugin: the runtime reports its network ready (so the
- *   node goes Ready and is schedulable) while pods get no interface that could reach anything; member
+ * - a CNI configuration, or the runtime reports its network not ready and the node stays NotReady:
+ *   here an isolated bridge (isolatedPodNetwork) that lets no pod reach anything outside it; member
  *   pods use hostNetwork and stay on 127.0.0.1.
  */
-import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -74,16 +74,54 @@ disabled_plugins = ["io.containerd.grpc.v1.cri.btrfs", "io.containerd.snapshotte
 `;
 }
 
-/** The only network configuration the node has: loopback inside each pod's namespace, nothing else. */
-export const LOOPBACK_CNI = {
-  cniVersion: '0.4.0',
-  name: 'kd-loopback-only',
-  plugins: [{ type: 'loopback' }],
-};
+/** The host-side bridge of pods without host network (a fixed name: one node per host). */
+export const POD_BRIDGE = 'kd-cni0';
+/** Their addresses: a private range unused on these machines, reachable only from the bridge. */
+export const POD_SUBNET = '10.254.254.0/24';
+
+/**
+ * The node's only pod network: a bridge with no address on the host side, no gateway, no routes and no
+ * masquerade, so a pod without host network reaches the other pods on the bridge and nothing else —
+ * not the host, not beyond it. (containerd needs an eth0 with an address; loopback alone is refused.)
+ */
+export function isolatedPodNetwork(ipamDataDir: string): object {
+  return {
+    cniVersion: '0.4.0',
+    name: 'kd-isolated',
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: POD_BRIDGE,
+        isGateway: false,
+        isDefaultGateway: false,
+        ipMasq: false,
+        hairpinMode: false,
+        ipam: { type: 'host-local', ranges: [[{ subnet: POD_SUBNET }]], routes: [], dataDir: ipamDataDir },
+      },
+    ],
+  };
+}
+
+/**
+ * Creates the bridge before any pod does, with IPv6 off: otherwise it gets a link-local address and a
+ * pod could reach the host's services on fe80::…%eth0. The bridge plugin reuses it as it is.
+ */
+export function createPodBridge(): void {
+  const ip = (...args: string[]) => {
+    const r = spawnSync('ip', args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr || r.error?.message}`);
+  };
+  if (!existsSync(`/sys/class/net/${POD_BRIDGE}`)) ip('link', 'add', POD_BRIDGE, 'type', 'bridge');
+  writeFileSync(`/proc/sys/net/ipv6/conf/${POD_BRIDGE}/disable_ipv6`, '1');
+  ip('link', 'set', POD_BRIDGE, 'up');
+}
 
 export function writeContainerdFiles(p: ContainerdPaths, sandboxImage: string, cniBinDir: string): void {
   for (const d of [p.root, p.state, p.cniConfDir]) mkdirSync(d, { recursive: true });
-  writeFileSync(join(p.cniConfDir, '10-kd-loopback.conflist'), JSON.stringify(LOOPBACK_CNI, null, 2));
+  writeFileSync(
+    join(p.cniConfDir, '10-kd-isolated.conflist'),
+    JSON.stringify(isolatedPodNetwork(join(p.state, 'cni-ipam')), null, 2),
+  );
   writeFileSync(p.config, containerdConfig(p, sandboxImage, cniBinDir));
 }
 

@@ -24,6 +24,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { POD_BRIDGE } from './containerd.js';
 import { join } from 'node:path';
 
 export const KUBELET_SYSCTLS = ['vm/overcommit_memory', 'kernel/panic', 'kernel/panic_on_oops'];
@@ -38,7 +39,10 @@ export const FIXED_PATHS = [
   '/etc/cni',
   '/opt/containerd',
   '/run/containerd',
+  '/run/netns',
 ];
+/** containerd pins each pod's network namespace here (a bind mount per sandbox). */
+const NETNS_DIR = '/run/netns';
 const IPTABLES_TABLES = ['filter', 'nat', 'mangle'];
 const CGROUP_ROOT = '/sys/fs/cgroup';
 
@@ -52,6 +56,13 @@ export interface NodeHostState {
   /** iptables/ip6tables "<cmd> <table> <chain>" entries that existed before. */
   existingChains: string[];
   existingCgroups: string[];
+  /** Entries of /run/netns that existed before. */
+  existingNetns?: string[];
+  /**
+   * Another node shares the host (only in the start-up guard's own test): leave the host-wide things —
+   * kubepods cgroups, pod network namespaces, the bridge, the fixed folders — to their owner.
+   */
+  hostShared?: boolean;
   pids: Record<string, number>;
 }
 
@@ -141,8 +152,24 @@ export function snapshotHost(dir: string): NodeHostState {
     existingPaths: FIXED_PATHS.filter((p) => existsSync(p)),
     existingChains: kubeChains(),
     existingCgroups: kubepodsCgroups(),
+    existingNetns: netnsEntries(),
     pids: {},
   };
+}
+
+function netnsEntries(): string[] {
+  try {
+    return readdirSync(NETNS_DIR);
+  } catch {
+    return [];
+  }
+}
+
+/** Pod network namespaces pinned since the node started. */
+function addedNetns(s: NodeHostState): string[] {
+  return netnsEntries()
+    .filter((n) => !(s.existingNetns ?? []).includes(n))
+    .map((n) => join(NETNS_DIR, n));
 }
 
 /**
@@ -175,6 +202,7 @@ export function acquireNodeLock(state: NodeHostState, log: (m: string) => void, 
       state.existingPaths = prev.existingPaths;
       state.existingChains = prev.existingChains;
       state.existingCgroups = prev.existingCgroups;
+      state.existingNetns = prev.existingNetns;
     }
     rmSync(path, { force: true });
   }
@@ -295,7 +323,7 @@ export function cleanupNodeHost(s: NodeHostState, log: (m: string) => void = () 
       .filter(([name, pid]) => cmdline(pid).includes(name))
       .map(([, pid]) => pid);
   const ours = () => [...new Set([...processesOf(s.dir), ...recorded()])];
-  const cgroups = () => kubepodsCgroups().filter((c) => !s.existingCgroups.includes(c));
+  const cgroups = () => (s.hostShared ? [] : kubepodsCgroups().filter((c) => !s.existingCgroups.includes(c)));
   killAll(ours(), 'SIGTERM');
   for (let i = 0; i < 30 && ours().length; i++) sleepSync(100);
   killAll(ours(), 'SIGKILL');
@@ -361,7 +389,16 @@ export function cleanupNodeHost(s: NodeHostState, log: (m: string) => void = () 
     }
   }
 
-  // 6. Fixed folders the node created (outermost first, so one rm covers its children).
+  // 6. Pinned pod network namespaces (their veths go with them), then the pod bridge.
+  if (s.hostShared) return problems;
+  for (const ns of addedNetns(s)) {
+    spawnSync('umount', ['-l', ns], { stdio: 'ignore' });
+    rmSync(ns, { force: true });
+  }
+  if (bridgeExists()) spawnSync('ip', ['link', 'delete', POD_BRIDGE], { stdio: 'ignore' });
+  if (bridgeExists()) note(`cannot delete the bridge ${POD_BRIDGE}`);
+
+  // 7. Fixed folders the node created (outermost first, so one rm covers its children).
   for (const p of FIXED_PATHS) {
     if (s.existingPaths.includes(p) || !existsSync(p)) continue;
     try {
@@ -372,6 +409,10 @@ export function cleanupNodeHost(s: NodeHostState, log: (m: string) => void = () 
     }
   }
   return problems;
+}
+
+function bridgeExists(): boolean {
+  return existsSync(`/sys/class/net/${POD_BRIDGE}`);
 }
 
 /** Traces of a node left on the host (for the cleanup test and for diagnostics). */
@@ -387,5 +428,7 @@ export function nodeTraces(s: NodeHostState): string[] {
   }
   for (const c of kubeChains()) if (!s.existingChains.includes(c)) out.push(`chain ${c}`);
   for (const p of FIXED_PATHS) if (!s.existingPaths.includes(p) && existsSync(p)) out.push(`path ${p}`);
+  if (bridgeExists()) out.push(`bridge ${POD_BRIDGE}`);
+  for (const ns of addedNetns(s)) out.push(`network namespace ${ns}`);
   return out;
 }

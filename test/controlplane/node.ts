@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createClientCert } from '@kd-connections/certs';
 import { ensureBinaries } from './binaries.js';
-import { containerdPaths, importImage, writeContainerdFiles } from './containerd.js';
+import { containerdPaths, createPodBridge, importImage, writeContainerdFiles } from './containerd.js';
 import { kubeconfigYaml, stopProcess, type ControlPlaneInfo } from './controlplane.js';
 import { waitFor } from './net.js';
 import {
@@ -242,6 +242,7 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
       readFileSync(cd.config, 'utf8') +
         `\n[plugins."io.containerd.internal.v1.opt"]\n  path = ${JSON.stringify(join(dir, 'containerd', 'opt'))}\n`,
     );
+    createPodBridge();
     log('starting containerd');
     children.containerd = spawnLogged(dir, which('containerd'), ['--config', cd.config], 'containerd.log');
     record();

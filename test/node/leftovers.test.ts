@@ -1,8 +1,9 @@
 /**
  * The node's start-up guard, on real host state: a live owner makes a second start refuse with a clear
  * message; a dead owner's leftovers (a process of its folder, a tmpfs mount under it, an iptables chain,
- * a changed sysctl) are removed before the new run takes the lock. Uses its own state file, and records
- * the running test node's cgroups, paths and chains as pre-existing so they are left alone.
+ * a changed sysctl) are removed before the new run takes the lock. Uses its own state file and marks the
+ * host as shared, so the running test node's cgroups, pod network namespaces and bridge are left alone
+ * (the teardown's trace check covers those for a real node).
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -45,6 +46,8 @@ function previousRun(ownerPid: number, dir: string): NodeHostState {
     existingPaths: FIXED_PATHS,
     existingChains: kubeChains(),
     existingCgroups: kubepodsCgroups(),
+    // The test node runs beside this fake crashed run: its cgroups, netns and bridge are not the crash's.
+    hostShared: true,
     pids: {},
   };
 }

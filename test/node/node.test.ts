@@ -5,6 +5,7 @@
  * that fill every namespace with a default ServiceAccount and kube-root-ca.crt (see node.ts).
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { networkInterfaces } from 'node:os';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, getJson, kubectlOk } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
@@ -42,6 +43,33 @@ describe('the test node', () => {
     expect(await kubectlOk(env, ['exec', 'hello', '--', 'sh', '-c', 'echo $((6*7)); cat /proc/1/comm'])).toBe(
       '42\nsleep\n',
     );
+  });
+
+  it('gives a pod without host network an address on the isolated bridge: other pods yes, the host no', async () => {
+    const isolated = (name: string) => {
+      const pod = runningPod(name, 'exec sleep 3600');
+      pod.spec.hostNetwork = false;
+      return pod;
+    };
+    await apply(env, [isolated('iso-a'), isolated('iso-b')]);
+    await waitPodReady(env, 'iso-a');
+    await waitPodReady(env, 'iso-b');
+    const ipOf = async (n: string) => (await getJson(env, ['pod', n])).status.podIP as string;
+    const [a, b] = [await ipOf('iso-a'), await ipOf('iso-b')];
+    expect(a).toMatch(/^10\.254\.254\.\d+$/);
+    expect(await kubectlOk(env, ['exec', 'iso-a', '--', 'ping', '-c', '1', '-W', '2', b])).toContain(
+      '1 packets received',
+    );
+    const hostIps = Object.values(networkInterfaces())
+      .flat()
+      .filter((i) => i && i.family === 'IPv4' && !i.internal)
+      .map((i) => i!.address);
+    for (const ip of [...hostIps, '1.1.1.1']) {
+      const r = await env.kubectl(['exec', 'iso-a', '--', 'ping', '-c', '1', '-W', '1', ip]);
+      expect(`${ip}: exit ${r.code} ${r.stdout}${r.stderr}`).toMatch(
+        /exit 1 .*(Network is unreachable|0 packets received)/s,
+      );
+    }
   });
 
   it('runs a Deployment to available (scheduler + controller-manager)', async () => {
