@@ -26,6 +26,7 @@ export default {
       testMatch: [
         '<rootDir>/{shared,certs,admission,reconciler}/test/**/*.test.ts',
         '<rootDir>/test/images/**/*.test.ts',
+        '<rootDir>/test/controlplane/**/*.test.ts',
       ],
     },
     {

@@ -20,6 +20,8 @@ export interface ContainerdPaths {
   state: string;
   socket: string;
   cniConfDir: string;
+  /** Where containerd's "opt" plugin installs things (default /opt/containerd). */
+  opt: string;
   config: string;
 }
 
@@ -29,6 +31,7 @@ export function containerdPaths(dir: string): ContainerdPaths {
     state: join(dir, 'state'),
     socket: join(dir, 'containerd.sock'),
     cniConfDir: join(dir, 'cni'),
+    opt: join(dir, 'opt'),
     config: join(dir, 'config.toml'),
   };
 }
@@ -52,6 +55,9 @@ disabled_plugins = ["io.containerd.grpc.v1.cri.btrfs", "io.containerd.snapshotte
 
 [metrics]
   address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = ${q(p.opt)}
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = ${q(sandboxImage)}

@@ -237,11 +237,6 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
     // containerd, then the images.
     const cd = containerdPaths(join(dir, 'containerd'));
     writeContainerdFiles(cd, PAUSE_IMAGE, CNI_BIN_DIR);
-    writeFileSync(
-      cd.config,
-      readFileSync(cd.config, 'utf8') +
-        `\n[plugins."io.containerd.internal.v1.opt"]\n  path = ${JSON.stringify(join(dir, 'containerd', 'opt'))}\n`,
-    );
     createPodBridge();
     log('starting containerd');
     children.containerd = spawnLogged(dir, which('containerd'), ['--config', cd.config], 'containerd.log');
