@@ -23,14 +23,18 @@ export default {
     {
       ...common,
       displayName: 'unit',
-      testMatch: ['<rootDir>/{shared,certs,admission,reconciler}/test/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/{shared,certs,admission,reconciler}/test/**/*.test.ts',
+        '<rootDir>/test/images/**/*.test.ts',
+        '<rootDir>/test/controlplane/**/*.test.ts',
+      ],
     },
     {
       ...common,
       // Everything that needs a real etcd + kube-apiserver. The global setup starts one control plane
       // for the whole run; it only runs when a test of this project is selected.
       displayName: 'cluster',
-      testMatch: ['<rootDir>/test/{smoke,integration,e2e,chart,reliability}/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/{smoke,integration,e2e,chart,reliability,node}/**/*.test.ts'],
       globalSetup: '<rootDir>/test/jest/global-setup.js',
       globalTeardown: '<rootDir>/test/jest/global-teardown.js',
       slowTestThreshold: 30,

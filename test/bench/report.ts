@@ -6,6 +6,7 @@ import type { ApiServerResult } from './admission-apiserver.js';
 import type { DirectResult, ServerRun } from './admission-direct.js';
 import type { MachineInfo } from './env.js';
 import type { FanoutResult } from './fanout.js';
+import type { InContainerResult } from './in-container.js';
 import type { MemoryResult } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { Scale } from './scale.js';
@@ -30,7 +31,9 @@ export interface BenchReport {
   scale: Scale;
   machine: MachineInfo;
   loadAverageEnd?: number[];
-  sections: Partial<Record<'admission-direct' | 'admission-apiserver' | 'fanout' | 'memory', SectionResult>>;
+  sections: Partial<
+    Record<'admission-direct' | 'admission-apiserver' | 'fanout' | 'in-container' | 'memory', SectionResult>
+  >;
   profile?: ProfileSummary;
 }
 
@@ -187,6 +190,8 @@ export function renderMarkdown(r: BenchReport): string {
   if (direct) out.push(...renderDirect(direct, r.sections['admission-direct']!));
   if (api) out.push(...renderApi(api, r.sections['admission-apiserver']!));
   if (fan) out.push(...renderFanout(fan, r.sections.fanout!));
+  const ic = r.sections['in-container']?.result as InContainerResult | undefined;
+  if (ic) out.push(...renderInContainer(ic, r.sections['in-container']!));
   if (mem) out.push(...renderMemory(mem, r.sections.memory!));
   for (const [name, s] of Object.entries(r.sections)) {
     if (!s?.error) continue;
@@ -301,6 +306,16 @@ function renderFanout(x: FanoutResult, s: SectionResult): string[] {
     `Restart with nothing changed (new process → leader → ${x.restart.reconciles} reconciles → quiet in ${x.restart.secondsToQuiet} s): ${w(x.restart.writes)}.`,
     '',
     `Reconciler RSS at the end: ${x.reconcilerRssMiB} MiB.`,
+    '',
+  ];
+}
+
+function renderInContainer(x: InContainerResult, s: SectionResult): string[] {
+  return [
+    ...sectionHead('ConfigMap edit → readable inside the member containers (real node)', s),
+    `${x.clusters} clusters × ${x.pods / x.clusters} running member pods on one node (Ready ${x.nodeReadySeconds} s after its start); every container read its first document ${x.podsReadySeconds} s after the pods were created.`,
+    '',
+    `Edit of the ConfigMap → new content read by the app in the container: ${x.edit.seen}/${x.pods} containers, min ${f(x.edit.minMs, ' ms')}, median **${f(x.edit.p50Ms, ' ms')}**, max **${f(x.edit.maxMs, ' ms')}** (each container polls every 0.1 s).`,
     '',
   ];
 }

@@ -18,12 +18,13 @@ import { admissionDirect, seedAdmissionNamespace } from './admission-direct.js';
 import { admissionApiServer } from './admission-apiserver.js';
 import { benchEnv, loadAverage, machineInfo, say, timer } from './env.js';
 import { fanout } from './fanout.js';
+import { inContainer } from './in-container.js';
 import { reconcilerMemory } from './memory.js';
 import { summarizeProfiles } from './profile.js';
 import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
 import { SCALES, type Scale } from './scale.js';
 
-const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'memory'] as const;
+const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'in-container', 'memory'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -142,11 +143,12 @@ let svc: RunningAdmission | undefined;
 try {
   if (wanted('admission-direct') || wanted('admission-apiserver'))
     await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
-  if (wanted('fanout') || wanted('memory')) {
+  if (wanted('fanout') || wanted('in-container') || wanted('memory')) {
     const env = await benchEnv(cp, 'bench-crds');
     await ensureCrds(env);
   }
   await section('fanout', () => fanout(cp, scale, logDir));
+  await section('in-container', () => inContainer(cp, scale));
   await section('memory', () => reconcilerMemory(cp, scale, logDir));
 } finally {
   await svc?.stop().catch(() => undefined);

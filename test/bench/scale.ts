@@ -31,6 +31,8 @@ export interface Scale {
     /** Longest wait for the edit to reach every pod. */
     deadlineSec: number;
   };
+  /** Member pods running as containers on one node (a runtime shim each: keep within a 2-core node). */
+  inContainer: { clusters: number; podsPerCluster: number; deadlineSec: number };
   memory: {
     clusters: number;
     podsPerCluster: number;
@@ -50,6 +52,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     direct: { rounds: 1, warmupSec: 1, measureSec: 3, connections: 8, rates: [200, 500], rateSec: 2 },
     apiserver: { opsPerMode: 40, concurrency: 4, block: 20 },
     fanout: { clusters: 20, podsPerCluster: 5, idleSec: 10, deadlineSec: 60 },
+    inContainer: { clusters: 2, podsPerCluster: 2, deadlineSec: 120 },
     memory: { clusters: 100, podsPerCluster: 5, createConcurrency: 16, deliveryDeadlineSec: 60 },
     createConcurrency: 16,
   },
@@ -58,6 +61,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     direct: { rounds: 2, warmupSec: 2, measureSec: 6, connections: 16, rates: [200, 500, 1000], rateSec: 5 },
     apiserver: { opsPerMode: 300, concurrency: 4, block: 50 },
     fanout: { clusters: 200, podsPerCluster: 5, idleSec: 60, deadlineSec: 120 },
+    inContainer: { clusters: 10, podsPerCluster: 5, deadlineSec: 300 },
     memory: { clusters: 2000, podsPerCluster: 5, createConcurrency: 24, deliveryDeadlineSec: 240 },
     createConcurrency: 16,
   },
@@ -66,6 +70,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     direct: { rounds: 3, warmupSec: 5, measureSec: 15, connections: 32, rates: [200, 500, 1000, 2000], rateSec: 10 },
     apiserver: { opsPerMode: 1000, concurrency: 16, block: 100 },
     fanout: { clusters: 1000, podsPerCluster: 5, idleSec: 60, deadlineSec: 300 },
+    inContainer: { clusters: 20, podsPerCluster: 5, deadlineSec: 600 },
     memory: { clusters: 4000, podsPerCluster: 5, createConcurrency: 64, deliveryDeadlineSec: 600 },
     createConcurrency: 32,
   },

@@ -4,8 +4,11 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export type Binary = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm';
+export type Binary =
+  'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-scheduler' | 'kube-controller-manager';
+/** What a control plane needs; the node's three are built on first use of a node. */
 export const ALL_BINARIES: Binary[] = ['kube-apiserver', 'etcd', 'kubectl', 'helm'];
+export const NODE_BINARIES: Binary[] = ['kubelet', 'kube-scheduler', 'kube-controller-manager'];
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** build-bins.sh sits beside the sources; from test/dist/controlplane it is two levels up. */
@@ -35,7 +38,9 @@ export function findBinary(name: Binary): string | undefined {
  * Paths of the requested binaries, building the missing ones from the Go module proxy first.
  * The build prints progress to stderr; the first kube-apiserver build takes minutes.
  */
-export async function ensureBinaries(names: Binary[] = ALL_BINARIES): Promise<Record<Binary, string>> {
+export async function ensureBinaries<B extends Binary = (typeof ALL_BINARIES)[number]>(
+  names: B[] = ALL_BINARIES as B[],
+): Promise<Record<B, string>> {
   const missing = names.filter((n) => !findBinary(n));
   if (missing.length > 0) {
     if (!buildScript) throw new Error('build-bins.sh not found; set KD_BIN_DIR to a folder with ' + missing.join(', '));
@@ -46,7 +51,7 @@ export async function ensureBinaries(names: Binary[] = ALL_BINARIES): Promise<Re
       child.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`build-bins.sh exited with ${code}`))));
     });
   }
-  const out = {} as Record<Binary, string>;
+  const out = {} as Record<B, string>;
   for (const n of names) {
     const p = findBinary(n);
     if (!p) throw new Error(`${n} is still missing after the build`);

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, etcd, kubectl and helm from the Go module proxy into a cache outside the
-# repository. Each binary is pinned by its own module under bins/<name>/ (go.mod + go.sum committed),
-# so one tool's dependencies never move another's (MVS would otherwise upgrade kube-apiserver's etcd
-# client when etcd's server sits in the same module).
+# Builds kube-apiserver, etcd, kubectl and helm — and the node's kubelet, kube-controller-manager and
+# kube-scheduler — from the Go module proxy into a cache outside the repository. Each tool is pinned by
+# its own module under bins/<dir>/ (go.mod + go.sum committed), so one tool's dependencies never move
+# another's (MVS would otherwise upgrade kube-apiserver's etcd client when etcd's server sits in the
+# same module). The three node binaries share bins/kube-node/: kube-apiserver's go.mod unchanged, its
+# go.sum plus the kubelet's extra modules (cadvisor, containerd api, CSI spec, OCI specs).
 #
 # A binary is rebuilt only when it is missing or its module changed (a stamp holds the hash of
 # go.mod + go.sum + this script). Prints the cache directory on the last line of stdout.
 #
 #   KD_BIN_CACHE   where binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/kd-connections/bin)
-#   bash build-bins.sh [name ...]   (default: all four)
+#   bash build-bins.sh [name ...]   (default: all seven)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,7 +27,14 @@ module_version() { # module_version <dir> <module path>: the pinned version from
   sed -n "s#^[[:space:]]*\(require[[:space:]]*\)\{0,1\}$2 \(v[^ ]*\).*#\2#p" "$1/go.mod" | head -n1
 }
 
-stamp_of() { cat "$here/bins/$1/go.mod" "$here/bins/$1/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16; }
+module_dir() { # module_dir <name>: the folder under bins/ that pins it
+  case $1 in
+    kubelet | kube-controller-manager | kube-scheduler) echo "$here/bins/kube-node" ;;
+    *) echo "$here/bins/$1" ;;
+  esac
+}
+
+stamp_of() { local d; d=$(module_dir "$1"); cat "$d/go.mod" "$d/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16; }
 
 k8s_ldflags() { # version stamping as upstream hack/lib/version.sh does it
   local v=$1 dir=$2 minor commit date ldf="-s -w"
@@ -41,14 +50,15 @@ k8s_ldflags() { # version stamping as upstream hack/lib/version.sh does it
 }
 
 build() {
-  local name=$1 dir="$here/bins/$1" pkg ldflags version stamp
+  local name=$1 dir pkg ldflags version stamp
+  dir=$(module_dir "$name")
   stamp=$(stamp_of "$name")
   if [[ -x "$out/$name" && -f "$out/$name.stamp" && $(cat "$out/$name.stamp") == "$stamp" ]]; then
     log "$name: cached in $out"
     return
   fi
   case $name in
-    kube-apiserver | kubectl)
+    kube-apiserver | kubectl | kubelet | kube-controller-manager | kube-scheduler)
       version=$(module_version "$dir" k8s.io/kubernetes)
       pkg=k8s.io/kubernetes/cmd/$name
       ldflags=$(k8s_ldflags "$version" "$dir")
@@ -74,6 +84,6 @@ build() {
 }
 
 names=("$@")
-((${#names[@]})) || names=(kube-apiserver etcd kubectl helm)
+((${#names[@]})) || names=(kube-apiserver etcd kubectl helm kubelet kube-controller-manager kube-scheduler)
 for n in "${names[@]}"; do build "$n"; done
 echo "$out"

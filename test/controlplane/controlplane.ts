@@ -27,12 +27,16 @@ export interface ControlPlaneInfo {
   auditLogPath: string;
   binDir: Record<'kube-apiserver' | 'etcd' | 'kubectl' | 'helm', string>;
   caPem: string;
+  /** The CA's key: a node signs its kubelet's client certificate with it. */
+  caKeyPem: string;
   adminCertPem: string;
   adminKeyPem: string;
   /** A CA for webhook servers run by tests, and a serving pair for 127.0.0.1/localhost signed by it. */
   webhookCaPem: string;
   webhookServing: CertPair;
   serviceAccountIssuer: string;
+  /** Where the node started beside this control plane reports its state (see node-status.ts). */
+  nodeStatusPath: string;
 }
 
 export interface StartOptions {
@@ -78,7 +82,8 @@ function get(url: string, tls?: https.RequestOptions): Promise<number> {
   });
 }
 
-async function stopProcess(p: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
+/** SIGTERM, then SIGKILL after graceMs; resolves when the process has exited. */
+export async function stopProcess(p: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
   if (!p || p.exitCode !== null || p.signalCode) return;
   const exited = new Promise<void>((r) => p.once('exit', () => r()));
   p.kill('SIGTERM');
@@ -87,7 +92,7 @@ async function stopProcess(p: ChildProcess | undefined, graceMs = 10_000): Promi
   clearTimeout(timer);
 }
 
-function kubeconfigYaml(server: string, ca: string, cert: string, key: string): string {
+export function kubeconfigYaml(server: string, ca: string, cert: string, key: string): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   // JSON is YAML; kubectl, helm and client-node all read it.
   return JSON.stringify(
@@ -126,6 +131,14 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
   writeFileSync(p('ca.crt'), ca.certPem);
   writeFileSync(p('apiserver.crt'), serving.certPem);
   writeFileSync(p('apiserver.key'), serving.keyPem, { mode: 0o600 });
+  // The API server's client certificate towards kubelets (exec, logs, port-forward).
+  const kubeletClient = createClientCert({
+    ca,
+    commonName: 'kube-apiserver-kubelet-client',
+    organizations: ['system:masters'],
+  });
+  writeFileSync(p('kubelet-client.crt'), kubeletClient.certPem);
+  writeFileSync(p('kubelet-client.key'), kubeletClient.keyPem, { mode: 0o600 });
   writeFileSync(p('sa.pub'), sa.publicKeyPem);
   writeFileSync(p('sa.key'), sa.privateKeyPem, { mode: 0o600 });
   writeFileSync(p('audit-policy.yaml'), AUDIT_POLICY);
@@ -206,6 +219,10 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       `--service-account-signing-key-file=${p('sa.key')}`,
       '--service-cluster-ip-range=10.0.0.0/24',
       '--allow-privileged=true',
+      // A node, if one joins, is named and addressed 127.0.0.1; its kubelet trusts this CA's clients.
+      `--kubelet-client-certificate=${p('kubelet-client.crt')}`,
+      `--kubelet-client-key=${p('kubelet-client.key')}`,
+      '--kubelet-preferred-address-types=Hostname,InternalIP',
       // No controller creates the default ServiceAccount, so pods would be refused with it on.
       '--disable-admission-plugins=ServiceAccount',
       '--profiling=false',
@@ -247,11 +264,13 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       auditLogPath: p('audit.log'),
       binDir: bins,
       caPem: ca.certPem,
+      caKeyPem: ca.keyPem,
       adminCertPem: admin.certPem,
       adminKeyPem: admin.keyPem,
       webhookCaPem: webhookCa.certPem,
       webhookServing,
       serviceAccountIssuer: `${server}/`,
+      nodeStatusPath: p('node-status.json'),
     };
     return {
       ...info,

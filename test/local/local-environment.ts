@@ -1,10 +1,14 @@
 /**
- * `npm start`: kd-connections on a real control plane on this machine (DESIGN §9). Starts etcd +
- * kube-apiserver on loopback (building them first if needed), installs the CRDs, runs both services as
- * separate processes, registers the webhooks by URL on 127.0.0.1 with a generated CA, applies the
- * examples, adds member pods (no kubelet runs here, so they stay Pending; the reconciler writes their
- * configmeta annotation all the same), and prints a short tour. Everything lives in one temporary
- * folder that is removed on Ctrl-C.
+ * `npm start`: kd-connections on a real single-node cluster on this machine. Starts etcd +
+ * kube-apiserver on loopback (building them first if needed) and a node (containerd, kubelet, scheduler,
+ * controller-manager; see test/controlplane/node.ts), installs the CRDs, runs both services as separate
+ * processes, registers the webhooks by URL on 127.0.0.1 with a generated CA, applies the examples, runs
+ * their member pods as real containers (busybox built locally, host network), waits until they are Ready
+ * and hold their configmeta file, and prints a short tour. Everything lives in temporary folders that are
+ * removed on Ctrl-C, and the node's host changes are undone.
+ *
+ * When a node cannot run here (not root, no containerd, or another run's node holds this machine), it
+ * says why and goes on without one: member pods then stay Pending and configmeta stays an annotation.
  *
  * With --kubeconfig it runs both services against an existing cluster instead (no control plane, no
  * webhook registration: that cluster's API server could not reach this machine's loopback).
@@ -19,6 +23,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createCA, createServingCert } from '@kd-connections/certs';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
+import { installNodePrerequisites, startNode, type NodeHandle } from '../controlplane/node.js';
+import { BUSYBOX_IMAGE } from '../images/base-images.js';
+import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
 import { ensureBinaries } from '../controlplane/binaries.js';
 import { freePort, waitFor } from '../controlplane/net.js';
 import { webhookConfigurations, WEBHOOK_NAMES } from '../support/webhook-configurations.js';
@@ -55,6 +62,8 @@ interface Service {
 export interface LocalEnvironment {
   dir: string;
   kubeconfigPath: string;
+  /** Member pods run as containers (a node runs); false: they stay Pending. */
+  node: boolean;
   stop(): Promise<void>;
   /** Resolves if a service exits on its own (with its name and code). */
   died: Promise<{ name: string; code: number | null; log: string }>;
@@ -104,11 +113,13 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
   const dir = mkdtempSync(join(tmpdir(), 'kd-local-'));
   const services: Service[] = [];
   let cp: ControlPlane | undefined;
+  let node: Promise<NodeHandle | undefined> | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     for (const s of services) await stopService(s);
+    await (await node)?.stop();
     await cp?.stop();
     rmSync(dir, { recursive: true, force: true });
   };
@@ -125,6 +136,22 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
       o.say('Starting etcd and kube-apiserver on 127.0.0.1 ...');
       cp = await startControlPlane({ log: (m) => o.say(`  ${m}`) });
       kubeconfigPath = cp.kubeconfigPath;
+      // The node comes up while the CRDs, services and webhooks are set up.
+      const nodeStarted = Date.now();
+      node = (async () => {
+        let n: NodeHandle | undefined;
+        try {
+          await installNodePrerequisites((m) => o.say(`  ${m}`));
+          n = await startNode(cp.info(), { log: (m) => o.say(`  ${m}`) });
+          await n.ready;
+          o.say(`  node Ready ${Date.now() - nodeStarted} ms after its start`);
+          return n;
+        } catch (e) {
+          o.say(`  No node on this machine (${(e as Error).message.split('\n')[0]}); member pods will stay Pending.`);
+          await n?.stop();
+          return undefined;
+        }
+      })();
       webhookTls = { caPem: cp.webhookCaPem, ...cp.webhookServing };
     }
     const kubectl = async (args: string[], input?: string) => {
@@ -244,11 +271,16 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
       const ex = (f: string) => join(repoRoot, 'examples', f);
       for (const f of ['10-apps.yaml', '20-configmaps.yaml', '30-secrets.yaml', '40-clusters.yaml'])
         await kubectl(['-n', DEMO_NAMESPACE, 'apply', '-f', ex(f)]);
+      const withNode = (await node) !== undefined;
       const pods = await demoPods(kubectl);
       await kubectl(
         ['-n', DEMO_NAMESPACE, 'apply', '-f', '-'],
         JSON.stringify({ apiVersion: 'v1', kind: 'List', items: pods }),
       );
+      if (withNode) {
+        o.say(`Waiting for the ${pods.length} member pods to run and be Ready ...`);
+        await kubectl(['-n', DEMO_NAMESPACE, 'wait', '--for=condition=Ready', '--all', 'pods', '--timeout=180s']);
+      }
       o.say('Waiting for the reconciler to deliver configmeta to the member pods ...');
       await waitFor(
         'configmeta in every member pod',
@@ -265,8 +297,21 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
         undefined,
         500,
       );
+      if (withNode) {
+        // The kubelet writes the file within about a second of the annotation.
+        await waitFor(
+          'configmeta file inside a member pod',
+          60_000,
+          async () => {
+            const doc = await kubectl(['-n', DEMO_NAMESPACE, 'exec', TOUR_POD, '--', 'cat', CONFIGMETA_PATH]);
+            return doc.trim().startsWith('{');
+          },
+          undefined,
+          500,
+        ).catch(() => {});
+      }
     }
-    return { dir, kubeconfigPath, stop, died };
+    return { dir, kubeconfigPath, node: (await node) !== undefined, stop, died };
   } catch (e) {
     await stop();
     throw e;
@@ -291,7 +336,13 @@ async function waitUntilLive(kubectl: (args: string[], input?: string) => Promis
   });
 }
 
-/** Member pods for every example cluster (at most two per role), named <cluster>-<role>-<i>. */
+const TOUR_POD = 'notebook-controller-0';
+const CONFIGMETA_PATH = `${CONFIGMETA_DIR}/${CONFIGMETA_FILE}`;
+
+/**
+ * Member pods for every example cluster (at most two per role), named <cluster>-<role>-<i>: busybox
+ * sleeping, on the host network (all traffic stays on this machine), from the locally imported image.
+ */
 async function demoPods(kubectl: (args: string[]) => Promise<string>): Promise<object[]> {
   const clusters = JSON.parse(await kubectl(['-n', DEMO_NAMESPACE, 'get', 'kubedirectorclusters', '-o', 'json'])) as {
     items: { metadata: { name: string }; spec: { roles?: { id: string; members?: number }[] } }[];
@@ -307,7 +358,19 @@ async function demoPods(kubectl: (args: string[]) => Promise<string>): Promise<o
             name: `${c.metadata.name}-${r.id.toLowerCase()}-${i}`,
             labels: { 'kubedirector.hpe.com/kdcluster': c.metadata.name, 'kubedirector.hpe.com/role': r.id },
           },
-          spec: { containers: [{ name: 'app', image: 'registry.invalid/kd-demo:1' }] },
+          spec: {
+            hostNetwork: true,
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'app',
+                image: BUSYBOX_IMAGE,
+                imagePullPolicy: 'Never',
+                command: ['sleep', '2147483647'],
+                readinessProbe: { exec: { command: ['true'] }, periodSeconds: 2 },
+              },
+            ],
+          },
         });
       }
     }
@@ -333,8 +396,16 @@ export function tour(env: LocalEnvironment, binDir: string, local: boolean): str
       '  2. Edit a connected ConfigMap; the clusters that use it get a new configmeta generator:',
       `     ${k} patch configmap model-prediction --type=merge -p '{"data":{"path":"/models/resnet50/4"}}'`,
       `     ${k} get kdcluster`,
-      "  3. Read a member pod's configmeta (the reconciler keeps it in an annotation):",
-      `     ${k} get pod notebook-controller-0 -o jsonpath='{.metadata.annotations.kubedirector\\.hpe\\.com/configmeta}'`,
+      ...(env.node
+        ? [
+            '  3. Read the configmeta file inside a running member pod, as its app does; "path" shows the edit',
+            '     within seconds (run it before step 2 too, to see it change):',
+            `     ${k} exec ${TOUR_POD} -- cat ${CONFIGMETA_PATH}`,
+          ]
+        : [
+            "  3. Read a member pod's configmeta (no node runs here, so it stays in the pod's annotation):",
+            `     ${k} get pod ${TOUR_POD} -o jsonpath='{.metadata.annotations.kubedirector\\.hpe\\.com/configmeta}'`,
+          ]),
       '',
     );
   } else {

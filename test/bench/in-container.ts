@@ -1,0 +1,155 @@
+/**
+ * ConfigMap edit → new content readable inside every member container, on a real node. N clusters × M
+ * member pods run busybox on the bench's own node; each container polls its configmeta file every 0.1 s
+ * without forking (shell builtins only) and, when the edit shows up, prints the kernel's uptime. The
+ * bench reads the uptime just before it sends the ConfigMap PATCH; containers share the host's kernel
+ * clock, so the difference is the latency as an app in the pod sees it (resolution 10 ms, +≤100 ms poll).
+ *
+ * No admission service runs here: the pods carry the configmeta volume the pod webhook would add
+ * (configMetaVolume() from shared, the same function the webhook uses).
+ */
+import { readFileSync } from 'node:fs';
+import { CONFIGMETA_DIR, CONFIGMETA_FILE, CONFIGMETA_VOLUME, configMetaVolume } from '@kd-connections/shared';
+import type { ControlPlane } from '../controlplane/controlplane.js';
+import { startNode, type NodeHandle } from '../controlplane/node.js';
+import { BUSYBOX_IMAGE } from '../images/base-images.js';
+import { apply, configMap, kdApp, kdCluster } from '../support/kd-objects.js';
+import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
+import { benchEnv, mapLimit, say, sleep, timer } from './env.js';
+import type { Scale } from './scale.js';
+import { percentile, round } from './stats.js';
+
+const CM = 'in-container-config';
+const BEFORE = 'mark-before';
+const AFTER = 'mark-after';
+
+export interface InContainerResult {
+  clusters: number;
+  pods: number;
+  nodeReadySeconds: number;
+  /** Pods created → every container has read the first document. */
+  podsReadySeconds: number;
+  edit: { seen: number; minMs: number; p50Ms: number; maxMs: number };
+}
+
+const uptime = () => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+
+// Polls with `read -t 0.1` on a private FIFO (a sleep without a process) and `read` of the file.
+const WATCH = `f=${CONFIGMETA_DIR}/${CONFIGMETA_FILE}
+mkfifo /tmp/tick; exec 3<>/tmp/tick; rm /tmp/tick
+first=""
+while :; do
+  c=""; [ -r "$f" ] && { IFS= read -r c < "$f" || true; }
+  case "$c" in
+    *${BEFORE}*) [ -z "$first" ] && { first=1; echo first; } ;;
+    *${AFTER}*) read up _ < /proc/uptime; echo "seen $up"; exec sleep 2147483647 ;;
+  esac
+  read -t 0.1 -u 3 x
+done`;
+
+function memberPod(name: string, cluster: string): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': 'worker' } },
+    spec: {
+      hostNetwork: true,
+      terminationGracePeriodSeconds: 1,
+      volumes: [configMetaVolume()],
+      containers: [
+        {
+          name: 'app',
+          image: BUSYBOX_IMAGE,
+          imagePullPolicy: 'Never',
+          command: ['sh', '-c', WATCH],
+          volumeMounts: [{ name: CONFIGMETA_VOLUME, mountPath: CONFIGMETA_DIR, readOnly: true }],
+          resources: { requests: { cpu: '1m', memory: '4Mi' } },
+        },
+      ],
+    },
+  };
+}
+
+export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InContainerResult> {
+  const s = scale.inContainer;
+  const pods = s.clusters * s.podsPerCluster;
+  let node: NodeHandle | undefined;
+  let rec: ReconcilerProcess | undefined;
+  try {
+    const tn = timer();
+    node = await startNode(cp.info(), { log: (m) => say(`in-container: ${m}`) });
+    await node.ready;
+    const nodeReadySeconds = round(tn() / 1000);
+    const env = await benchEnv(cp, 'bench-in-container');
+    await apply(env, [
+      kdApp('ic-app', { category: 'worker', roles: ['worker'] }),
+      configMap(CM, { v: BEFORE }, 'settings'),
+    ]);
+    const names = Array.from({ length: s.clusters }, (_, i) => `ic-${i}`);
+    await apply(
+      env,
+      names.map((c) => kdCluster(c, 'ic-app', { configmaps: [CM] }, ['worker'])),
+    );
+    rec = await startReconciler(env, { identity: 'bench-in-container' });
+    say(`in-container: ${s.clusters} clusters × ${s.podsPerCluster} running pods`);
+    const tp = timer();
+    await apply(
+      env,
+      names.flatMap((c) => Array.from({ length: s.podsPerCluster }, (_, j) => memberPod(`${c}-${j}`, c))),
+    );
+    const podNames = names.flatMap((c) => Array.from({ length: s.podsPerCluster }, (_, j) => `${c}-${j}`));
+    /** Polls every pod's log until `pattern` matches, returning the first group of each (pods in order). */
+    const untilLogged = async (pattern: RegExp, what: string) => {
+      const found = new Map<string, string>();
+      const end = Date.now() + s.deadlineSec * 1000;
+      while (found.size < podNames.length && Date.now() < end) {
+        await sleep(1000);
+        const pending = podNames.filter((n) => !found.has(n));
+        await mapLimit(pending, 4, async (name) => {
+          const m = pattern.exec((await env.kubectl(['logs', name])).stdout);
+          if (m) found.set(name, m[1] ?? '');
+        });
+      }
+      if (found.size < podNames.length) say(`in-container: ${what} in ${found.size}/${podNames.length} pods only`);
+      return [...found.values()];
+    };
+    const first = await untilLogged(/^(first)$/m, 'first document read');
+    if (first.length < pods) throw new Error(`only ${first.length}/${pods} containers read their first document`);
+    const podsReadySeconds = round(tp() / 1000);
+    say(`in-container: ${pods} containers read their first document ${podsReadySeconds} s after creation; editing`);
+    await sleep(2000);
+
+    const t0 = uptime();
+    const p = await env.kubectl([
+      'patch',
+      'configmap',
+      CM,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ data: { v: AFTER } }),
+    ]);
+    if (p.code !== 0) throw new Error(`patch failed: ${p.stderr}`);
+    const latencies = (await untilLogged(/^seen ([\d.]+)$/m, 'edit seen')).map((up) => (Number(up) - t0) * 1000);
+    latencies.sort((a, b) => a - b);
+    const result: InContainerResult = {
+      clusters: s.clusters,
+      pods,
+      nodeReadySeconds,
+      podsReadySeconds,
+      edit: {
+        seen: latencies.length,
+        minMs: round(latencies[0] ?? NaN),
+        p50Ms: round(percentile(latencies, 50)),
+        maxMs: round(latencies[latencies.length - 1] ?? NaN),
+      },
+    };
+    say(
+      `in-container: edit readable in ${latencies.length}/${pods} containers, p50 ${result.edit.p50Ms} ms, max ${result.edit.maxMs} ms`,
+    );
+    return result;
+  } finally {
+    await rec?.stop();
+    const traces = await node?.stop();
+    if (traces?.length) say(`in-container: the node left traces: ${traces.join('; ')}`);
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * Writes an OCI image layout — one gzip layer, its config, a manifest and an index — and packs it into
+ * the tar archive `ctr images import` reads. The runtime never pulls: every image a pod uses is built
+ * here from files on this machine and imported, and pods say `imagePullPolicy: Never`.
+ *
+ * The JSON documents come from a pure function (tested without a file system); the I/O around it packs
+ * the root file system with GNU tar in a fixed order with fixed owners and times, so the same inputs give
+ * the same digests.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+
+export const MEDIA = {
+  index: 'application/vnd.oci.image.index.v1+json',
+  manifest: 'application/vnd.oci.image.manifest.v1+json',
+  config: 'application/vnd.oci.image.config.v1+json',
+  layer: 'application/vnd.oci.image.layer.v1.tar+gzip',
+} as const;
+
+export interface Descriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  annotations?: Record<string, string>;
+}
+
+export interface ImageSpec {
+  /** A full reference, e.g. kd.invalid/busybox:local. `.invalid` can never resolve to a registry. */
+  name: string;
+  entrypoint?: string[];
+  cmd?: string[];
+  env?: string[];
+  /** GOARCH spelling (amd64, arm64). */
+  architecture: string;
+}
+
+export interface Blob {
+  digest: string;
+  bytes: Buffer;
+}
+
+export function sha256Digest(bytes: Buffer | string): string {
+  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+}
+
+/** The Go architecture name of a Node.js process.arch. */
+export function goArch(nodeArch: string): string {
+  const map: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
+  const a = map[nodeArch];
+  if (!a) throw new Error(`no OCI architecture known for process.arch "${nodeArch}"`);
+  return a;
+}
+
+/**
+ * The blobs and index of an image with one layer. `layerTar` is the uncompressed layer (its digest is the
+ * config's diff_id); the layer blob is its gzip.
+ */
+export function ociImage(spec: ImageSpec, layerTar: Buffer): { blobs: Blob[]; index: object; layout: object } {
+  if (!/^[a-z0-9.-]+(:\d+)?\/[a-z0-9._/-]+:[\w][\w.-]{0,127}$/.test(spec.name)) {
+    throw new Error(`image name "${spec.name}" is not a full reference (host/path:tag)`);
+  }
+  const layerGz = gzipSync(layerTar);
+  const layer: Descriptor = { mediaType: MEDIA.layer, digest: sha256Digest(layerGz), size: layerGz.length };
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: spec.architecture,
+      os: 'linux',
+      config: {
+        ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
+        ...(spec.cmd ? { Cmd: spec.cmd } : {}),
+        Env: spec.env ?? ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+      },
+      rootfs: { type: 'layers', diff_ids: [sha256Digest(layerTar)] },
+    }),
+  );
+  const configDesc: Descriptor = { mediaType: MEDIA.config, digest: sha256Digest(config), size: config.length };
+  const manifest = Buffer.from(
+    JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.manifest, config: configDesc, layers: [layer] }),
+  );
+  const index = {
+    schemaVersion: 2,
+    mediaType: MEDIA.index,
+    manifests: [
+      {
+        mediaType: MEDIA.manifest,
+        digest: sha256Digest(manifest),
+        size: manifest.length,
+        platform: { architecture: spec.architecture, os: 'linux' },
+        annotations: {
+          // containerd names the imported image after this one; the OCI one keeps other tools happy.
+          'io.containerd.image.name': spec.name,
+          'org.opencontainers.image.ref.name': spec.name.slice(spec.name.lastIndexOf(':') + 1),
+        },
+      },
+    ],
+  };
+  return {
+    blobs: [
+      { digest: layer.digest, bytes: layerGz },
+      { digest: configDesc.digest, bytes: config },
+      { digest: sha256Digest(manifest), bytes: manifest },
+    ],
+    index,
+    layout: { imageLayoutVersion: '1.0.0' },
+  };
+}
+
+/** GNU tar of a directory with sorted names, owner root and time zero: the same files give the same bytes. */
+export function reproducibleTar(dir: string, out: string): void {
+  mkdirSync(dirname(out), { recursive: true });
+  execFileSync('tar', [
+    '-C',
+    dir,
+    '--sort=name',
+    '--mtime=@0',
+    '--owner=0',
+    '--group=0',
+    '--numeric-owner',
+    '--format=posix',
+    '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
+    '-cf',
+    out,
+    '.',
+  ]);
+}
+
+/** Packs `rootfs` as the single layer of an image and writes the OCI archive to `archive`. */
+export function writeOciArchive(rootfs: string, spec: ImageSpec, archive: string): void {
+  const work = mkdtempSync(join(tmpdir(), 'kd-oci-'));
+  try {
+    reproducibleTar(rootfs, join(work, 'layer.tar'));
+    const image = ociImage(spec, readFileSync(join(work, 'layer.tar')));
+    const layout = join(work, 'layout');
+    mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
+    for (const b of image.blobs)
+      writeFileSync(join(layout, 'blobs', 'sha256', b.digest.slice('sha256:'.length)), b.bytes);
+    writeFileSync(join(layout, 'index.json'), JSON.stringify(image.index));
+    writeFileSync(join(layout, 'oci-layout'), JSON.stringify(image.layout));
+    reproducibleTar(layout, `${archive}.tmp`);
+    execFileSync('mv', ['-f', `${archive}.tmp`, archive]);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}

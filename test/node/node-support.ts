@@ -1,0 +1,63 @@
+/**
+ * For tests that need running pods: wait for the node the jest run started beside the control plane
+ * (it comes up in the background), and build pods that run on it — the locally built busybox image,
+ * never pulled, host network (all traffic stays on 127.0.0.1), and the toleration for the test node's
+ * taint (other tests' pods stay Pending as before).
+ */
+import { controlPlaneInfo, type TestEnv } from '../support/cluster.js';
+import { readNodeStatus } from '../controlplane/node-status.js';
+import { BUSYBOX_IMAGE } from '../images/base-images.js';
+import { TEST_NODE_TOLERATION, type NodeInfo } from '../controlplane/node.js';
+
+export async function waitForNode(timeoutMs = 240_000): Promise<NodeInfo> {
+  const info = controlPlaneInfo();
+  if (!info.nodeStatusPath) throw new Error('this control plane was started without a node (an older harness?)');
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const s = readNodeStatus(info.nodeStatusPath);
+    if (s?.state === 'ready') return s.node;
+    if (s?.state === 'failed') throw new Error(`the test node failed to start: ${s.error}`);
+    if (s?.state === 'disabled') throw new Error(`the test node is disabled (${s.reason}); this test needs it`);
+    if (Date.now() > end)
+      throw new Error(`the test node is not Ready after ${timeoutMs} ms (${s?.state ?? 'no status'})`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+type Obj = Record<string, any>;
+
+/** A pod that runs `script` in busybox on the test node; Ready once `ready` (a shell test) succeeds. */
+export function runningPod(
+  name: string,
+  script: string,
+  opts: { labels?: Record<string, string>; ready?: string } = {},
+): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, ...(opts.labels ? { labels: opts.labels } : {}) },
+    spec: {
+      hostNetwork: true,
+      tolerations: [TEST_NODE_TOLERATION],
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        {
+          name: 'app',
+          image: BUSYBOX_IMAGE,
+          imagePullPolicy: 'Never',
+          command: ['sh', '-c', script],
+          readinessProbe: { exec: { command: ['sh', '-c', opts.ready ?? 'true'] }, periodSeconds: 1 },
+        },
+      ],
+    },
+  };
+}
+
+/** kubectl wait for the pod's Ready condition; fails with the pod's description if it does not come. */
+export async function waitPodReady(env: TestEnv, name: string, timeout = '120s'): Promise<void> {
+  const r = await env.kubectl(['wait', '--for=condition=Ready', `--timeout=${timeout}`, `pod/${name}`]);
+  if (r.code !== 0) {
+    const d = await env.kubectl(['describe', 'pod', name]);
+    throw new Error(`pod ${name} not Ready: ${r.stderr}\n${d.stdout}`);
+  }
+}
