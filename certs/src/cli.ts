@@ -22,6 +22,7 @@ import { inspectCertificate } from './inspect.js';
 import {
   FlagError,
   flagsHelp,
+  KubeClient,
   packageVersion,
   parseFlags,
   versionText,
@@ -185,7 +186,8 @@ function writeNew(path: string, data: string, mode: number, force: boolean): voi
   }
 }
 
-async function defaultWebhookClient(kubeconfigPath: string | undefined): Promise<WebhookConfigurationClient> {
+/** The project's KubeClient on --kubeconfig or the default kubeconfig; close() it when done. */
+async function defaultWebhookClient(kubeconfigPath: string | undefined): Promise<OwnedClient> {
   // Loaded here, not at the top: generate does not need client-node (about a second to import).
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
@@ -194,8 +196,11 @@ async function defaultWebhookClient(kubeconfigPath: string | undefined): Promise
   if (!kc.getCurrentCluster()) {
     throw new Error(`no cluster in ${kubeconfigPath ?? 'the default kubeconfig (KUBECONFIG, ~/.kube/config)'}`);
   }
-  return webhookConfigurationClient(kc);
+  const kube = new KubeClient(kc, `kd-connections-certs/${CERTS_PROGRAM.version}`);
+  return Object.assign(webhookConfigurationClient(kube), { close: () => kube.close() });
 }
+
+type OwnedClient = WebhookConfigurationClient & { close?: () => void };
 
 async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
   const flags = commandFlags(INJECT_FLAGS, args);
@@ -224,7 +229,7 @@ async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
     return EXIT_FAILURE;
   }
 
-  let client: WebhookConfigurationClient;
+  let client: OwnedClient;
   try {
     client = io.webhookClient ? io.webhookClient(kubeconfig) : await defaultWebhookClient(kubeconfig);
   } catch (e) {
@@ -233,18 +238,22 @@ async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
   }
 
   let failed = 0;
-  // One configuration failing does not stop the others: they are independent objects.
-  for (const ref of refs) {
-    try {
-      const r = await injectCABundle(client, ref, caBundle);
-      const what = describeRef(ref);
-      if (r.changed.length === 0 && r.unchanged.length === 0) io.stdout(`${what}: has no webhooks, nothing to set\n`);
-      else if (r.changed.length === 0) io.stdout(`${what}: caBundle already up to date\n`);
-      else io.stdout(`${what}: caBundle set on ${r.changed.join(', ')}\n`);
-    } catch (e) {
-      failed++;
-      io.stderr(`error: ${(e as Error).message}\n`);
+  try {
+    // One configuration failing does not stop the others: they are independent objects.
+    for (const ref of refs) {
+      try {
+        const r = await injectCABundle(client, ref, caBundle);
+        const what = describeRef(ref);
+        if (r.changed.length === 0 && r.unchanged.length === 0) io.stdout(`${what}: has no webhooks, nothing to set\n`);
+        else if (r.changed.length === 0) io.stdout(`${what}: caBundle already up to date\n`);
+        else io.stdout(`${what}: caBundle set on ${r.changed.join(', ')}\n`);
+      } catch (e) {
+        failed++;
+        io.stderr(`error: ${(e as Error).message}\n`);
+      }
     }
+  } finally {
+    client.close?.();
   }
   return failed > 0 ? EXIT_FAILURE : EXIT_OK;
 }
