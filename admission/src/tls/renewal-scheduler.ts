@@ -6,6 +6,7 @@
  */
 import { timerDelayMs } from '@kd-connections/certs';
 import { errorMessage, type Informer } from '@kd-connections/shared';
+import { SingleFlight } from './single-flight.js';
 
 export interface SchedulerOptions {
   /** One pass; resolves with when to look again (undefined: only on events), rejects on failure. */
@@ -26,8 +27,10 @@ export class RenewalScheduler {
   private stopped = false;
   private wakeTimer: NodeJS.Timeout | undefined;
   private kickTimer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  private readonly flight = new SingleFlight(
+    () => this.attempt(),
+    () => !this.stopped,
+  );
   private informers: Informer[] = [];
 
   constructor(private readonly o: SchedulerOptions) {}
@@ -43,17 +46,7 @@ export class RenewalScheduler {
 
   /** One pass (or joins the pass under way and runs another after it); never rejects. */
   run(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        await this.attempt();
-      } while (this.again && !this.stopped);
-    })().finally(() => (this.running = undefined));
-    return this.running;
+    return this.flight.run();
   }
 
   /** A pass soon; calls within the delay share it. */
