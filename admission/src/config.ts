@@ -3,9 +3,18 @@
  * whole story; environment variables suit the chart's `env` and local runs.
  */
 import { isIP } from 'node:net';
-import { parseArgs } from 'node:util';
 import type { WebhookConfigurationRef } from '@kd-connections/certs';
-import { parseLogLevel, type LogLevel } from '@kd-connections/shared';
+import {
+  FlagError,
+  packageVersion,
+  parseDuration as parseFlagDuration,
+  parseLogLevel,
+  programHelp,
+  readCommandLine,
+  type FlagSpec,
+  type LogLevel,
+  type ProgramInfo,
+} from '@kd-connections/shared';
 
 export type TlsMode = 'files' | 'bootstrap';
 
@@ -54,226 +63,202 @@ export interface AdmissionConfig {
   excludedNamespaces: string[];
 }
 
-interface Option {
-  flag: string;
-  env: string;
-  help: string;
-  default?: string;
-}
-
-const OPTIONS: Option[] = [
-  { flag: 'port', env: 'KD_ADMISSION_PORT', default: '9443', help: 'HTTPS port (0 picks a free one)' },
-  { flag: 'bind-address', env: 'KD_ADMISSION_BIND_ADDRESS', default: '0.0.0.0', help: 'address to listen on' },
-  {
-    flag: 'tls-cert-file',
+export const ADMISSION_FLAGS = {
+  port: {
+    type: 'int',
+    env: 'KD_ADMISSION_PORT',
+    default: 9443,
+    min: 0,
+    max: 65535,
+    help: 'HTTPS port (0 picks a free one)',
+  },
+  'bind-address': {
+    type: 'string',
+    env: 'KD_ADMISSION_BIND_ADDRESS',
+    default: '0.0.0.0',
+    help: 'address to listen on',
+  },
+  'tls-cert-file': {
+    type: 'string',
     env: 'KD_ADMISSION_TLS_CERT_FILE',
     default: '/etc/kd-connections/tls/tls.crt',
     help: 'serving certificate (PEM); reloaded when it changes',
   },
-  {
-    flag: 'tls-key-file',
+  'tls-key-file': {
+    type: 'string',
     env: 'KD_ADMISSION_TLS_KEY_FILE',
     default: '/etc/kd-connections/tls/tls.key',
     help: 'serving key (PEM); reloaded when it changes',
   },
-  {
-    flag: 'tls-poll-interval',
+  'tls-poll-interval': {
+    type: 'duration',
+    bareSeconds: true,
+    min: 100,
     env: 'KD_ADMISSION_TLS_POLL_INTERVAL',
-    default: '10',
-    help: 'seconds between checks of the certificate files (besides file watching)',
+    default: '10s',
+    help: 'interval between checks of the certificate files (besides file watching)',
   },
-  {
-    flag: 'kubeconfig',
+  kubeconfig: {
+    type: 'string',
     env: 'KUBECONFIG',
     help: 'kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)',
   },
-  {
-    flag: 'system-namespace',
+  'system-namespace': {
+    type: 'string',
     env: 'KD_SYSTEM_NAMESPACE',
     help: 'namespace of the system app catalog (appCatalog: system); default $POD_NAMESPACE, else kd-system',
   },
-  {
-    flag: 'secret-connections',
+  'secret-connections': {
+    type: 'bool',
     env: 'KD_SECRET_CONNECTIONS',
-    default: 'true',
+    default: true,
     help: 'allow Secret connections; false refuses them and Secrets are not watched',
   },
-  { flag: 'log-level', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
-  {
-    flag: 'shutdown-delay',
+  'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
+  'shutdown-delay': {
+    type: 'duration',
+    bareSeconds: true,
     env: 'KD_ADMISSION_SHUTDOWN_DELAY',
-    default: '0',
-    help: 'seconds to stay up, not ready, after SIGTERM before closing the listener',
+    default: '0s',
+    help: 'how long to stay up, not ready, after SIGTERM before closing the listener',
   },
-  {
-    flag: 'shutdown-timeout',
+  'shutdown-timeout': {
+    type: 'duration',
+    bareSeconds: true,
     env: 'KD_ADMISSION_SHUTDOWN_TIMEOUT',
-    default: '25',
-    help: 'seconds to wait for in-flight requests on SIGTERM',
+    default: '25s',
+    help: 'longest wait for in-flight requests on SIGTERM',
   },
-  {
-    flag: 'tls-mode',
+  'tls-mode': {
+    type: 'string',
     env: 'KD_ADMISSION_TLS_MODE',
     default: 'files',
+    metavar: 'files|bootstrap',
     help: 'files: serve --tls-cert-file/--tls-key-file; bootstrap: read or create the TLS Secret, keep the caBundle of --webhook-configurations current, renew',
   },
-  {
-    flag: 'tls-secret-name',
+  'tls-secret-name': {
+    type: 'string',
     env: 'KD_ADMISSION_TLS_SECRET_NAME',
     default: 'kd-connections-admission-tls',
     help: 'bootstrap: the kubernetes.io/tls Secret holding CA and serving pair',
   },
-  {
-    flag: 'tls-secret-namespace',
+  'tls-secret-namespace': {
+    type: 'string',
     env: 'KD_ADMISSION_TLS_SECRET_NAMESPACE',
     help: "bootstrap: the Secret's namespace (default $POD_NAMESPACE)",
   },
-  {
-    flag: 'service-name',
+  'service-name': {
+    type: 'string',
     env: 'KD_ADMISSION_SERVICE_NAME',
     default: 'kd-connections-admission',
     help: 'bootstrap: Service the certificate names (svc, svc.ns, svc.ns.svc, svc.ns.svc.cluster.local)',
   },
-  {
-    flag: 'service-namespace',
+  'service-namespace': {
+    type: 'string',
     env: 'KD_ADMISSION_SERVICE_NAMESPACE',
     help: "bootstrap: the Service's namespace (default $POD_NAMESPACE)",
   },
-  {
-    flag: 'extra-dns-names',
+  'extra-dns-names': {
+    type: 'list',
     env: 'KD_ADMISSION_EXTRA_DNS_NAMES',
     help: 'bootstrap: more DNS names for the certificate, comma-separated',
   },
-  {
-    flag: 'extra-ip-addresses',
+  'extra-ip-addresses': {
+    type: 'list',
     env: 'KD_ADMISSION_EXTRA_IP_ADDRESSES',
     help: 'bootstrap: IP addresses for the certificate, comma-separated (url mode: 127.0.0.1)',
   },
-  {
-    flag: 'webhook-configurations',
+  'webhook-configurations': {
+    type: 'list',
     env: 'KD_ADMISSION_WEBHOOK_CONFIGURATIONS',
     help: 'bootstrap: comma-separated validating/NAME and mutating/NAME whose caBundle is kept current',
   },
-  {
-    flag: 'serving-cert-lifetime',
+  'serving-cert-lifetime': {
+    type: 'duration',
+    min: 1000,
     env: 'KD_ADMISSION_SERVING_CERT_LIFETIME',
     default: '8760h',
     help: 'bootstrap: serving certificate lifetime (e.g. 8760h, 90s); renewed at two thirds',
   },
-  {
-    flag: 'ca-lifetime',
+  'ca-lifetime': {
+    type: 'duration',
+    min: 1000,
     env: 'KD_ADMISSION_CA_LIFETIME',
     default: '87600h',
     help: 'bootstrap: CA lifetime; renewed at two thirds, old and new CA both published meanwhile',
   },
-  {
-    flag: 'headers-timeout',
+  'headers-timeout': {
+    type: 'duration',
+    bareSeconds: true,
+    min: 100,
     env: 'KD_ADMISSION_HEADERS_TIMEOUT',
-    default: '105',
-    help: "seconds a client may take to send a request's headers (slow clients are cut off); ≤ --request-timeout",
+    default: '105s',
+    help: "how long a client may take to send a request's headers (slow clients are cut off); ≤ --request-timeout",
   },
-  {
-    flag: 'request-timeout',
+  'request-timeout': {
+    type: 'duration',
+    bareSeconds: true,
+    min: 100,
     env: 'KD_ADMISSION_REQUEST_TIMEOUT',
-    default: '120',
-    help: 'seconds a client may take to send a whole request, body included',
+    default: '120s',
+    help: 'how long a client may take to send a whole request, body included',
   },
-  {
-    flag: 'client-ca-file',
+  'client-ca-file': {
+    type: 'string',
     env: 'KD_ADMISSION_CLIENT_CA_FILE',
     help: 'require a client certificate signed by this CA (PEM) on every connection, probes included (use tcpSocket probes); default off',
   },
-  {
-    flag: 'client-allowed-names',
+  'client-allowed-names': {
+    type: 'list',
     env: 'KD_ADMISSION_CLIENT_ALLOWED_NAMES',
     help: "with --client-ca-file: comma-separated names, one of which the client certificate's CN or a SAN must be (default: any)",
   },
-  {
-    flag: 'probe-port',
+  'probe-port': {
+    type: 'int',
+    min: 0,
+    max: 65535,
     env: 'KD_ADMISSION_PROBE_PORT',
     help: 'also serve /healthz, /readyz and /metrics over plain HTTP on this port (same bind address), e.g. for kubelet probes when --client-ca-file is set; default off',
   },
-  {
-    flag: 'namespaces',
+  namespaces: {
+    type: 'list',
     env: 'KD_WATCH_NAMESPACES',
     help: "namespaces the webhooks select, comma-separated (empty: all); only these are watched (kdapps also in the system namespace) and a review for any other is refused without a lookup. Keep it equal to the webhooks' namespaceSelector",
   },
-  {
-    flag: 'excluded-namespaces',
+  'excluded-namespaces': {
+    type: 'list',
     env: 'KD_ADMISSION_EXCLUDED_NAMESPACES',
-    default: 'kube-system',
+    default: ['kube-system'],
     help: 'namespaces the webhooks never select, comma-separated; a review for one is refused without a lookup (the chart adds the release namespace)',
   },
-];
+} satisfies Record<string, FlagSpec>;
+
+export const ADMISSION_PROGRAM: ProgramInfo = {
+  name: 'kd-connections-admission',
+  version: packageVersion(import.meta.url),
+  summary:
+    'The kd-connections admission webhook: validates KubeDirectorClusters and mounts configmeta into member pods.',
+};
 
 export function usage(): string {
-  const lines = OPTIONS.map(
-    (o) => `  --${o.flag.padEnd(24)} ${o.help}${o.default !== undefined ? ` (default ${o.default})` : ''} [$${o.env}]`,
-  );
-  return ['Usage: node admission/dist/main.js [options]', '', ...lines, '  --help'].join('\n');
+  return programHelp(ADMISSION_PROGRAM, ADMISSION_FLAGS);
 }
 
-export class ConfigError extends Error {}
-
-function bool(name: string, v: string): boolean {
-  const s = v.trim().toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(s)) return true;
-  if (['false', '0', 'no', 'off'].includes(s)) return false;
-  throw new ConfigError(`--${name} must be true or false, got ${JSON.stringify(v)}`);
-}
-
-function seconds(name: string, v: string, min: number): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < min)
-    throw new ConfigError(`--${name} must be a number ≥ ${min}, got ${JSON.stringify(v)}`);
-  return Math.round(n * 1000);
-}
-
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+/** Configuration errors are the flag layer's errors (one class, one message style). */
+export const ConfigError = FlagError;
+export type ConfigError = FlagError;
 
 /** A Go-style duration ("8760h", "90s", "1h30m", "500ms") in milliseconds; throws ConfigError. */
-export function parseDuration(name: string, v: string): number {
-  const text = v.trim();
-  let ms = 0;
-  let rest = text;
-  const part = /^(\d+(?:\.\d+)?)(ms|s|m|h)/;
-  while (rest.length > 0) {
-    const m = part.exec(rest);
-    if (!m) {
-      ms = NaN;
-      break;
-    }
-    ms += Number(m[1]) * DURATION_UNITS[m[2]!]!;
-    rest = rest.slice(m[0].length);
-  }
-  if (!text || !(ms >= 1000)) {
-    throw new ConfigError(
-      `--${name} must be a duration of at least 1s such as 8760h, 90s or 1h30m, got ${JSON.stringify(v)}`,
-    );
-  }
-  return Math.round(ms);
-}
+export const parseDuration = (name: string, text: string): number => parseFlagDuration(name, text);
 
-function list(v: string | undefined): string[] {
-  return [
-    ...new Set(
-      (v ?? '')
-        .split(',')
-        .map((x) => x.trim())
-        .filter(Boolean),
-    ),
-  ];
-}
-
-function namespaceList(name: string, v: string | undefined): string[] {
-  const names = list(v);
+function namespaceList(name: string, names: string[]): string[] {
   const bad = names.find((n) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(n));
   if (bad !== undefined) throw new ConfigError(`--${name} must list namespace names, got ${JSON.stringify(bad)}`);
   return names;
 }
 
-function webhookConfigurations(v: string | undefined): WebhookConfigurationRef[] {
-  return list(v).map((item) => {
+function webhookConfigurations(items: string[]): WebhookConfigurationRef[] {
+  return items.map((item) => {
     const m = /^(validating|mutating)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(item);
     if (!m) {
       throw new ConfigError(
@@ -285,52 +270,29 @@ function webhookConfigurations(v: string | undefined): WebhookConfigurationRef[]
 }
 
 /** Parses argv (without node and script) and env; throws ConfigError with a readable message. */
-export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionConfig | 'help' {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        ...Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }])),
-        help: { type: 'boolean' },
-      },
-      allowPositionals: false,
-      strict: true,
-    }));
-  } catch (e) {
-    throw new ConfigError((e as Error).message);
-  }
-  if (values.help) return 'help';
-  const get = (flag: string): string | undefined => {
-    const o = OPTIONS.find((x) => x.flag === flag)!;
-    const v = values[flag];
-    if (typeof v === 'string') return v;
-    const e = env[o.env];
-    return e !== undefined && e !== '' ? e : o.default;
-  };
-  const port = Number(get('port'));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigError(`--port must be an integer 0-65535, got ${JSON.stringify(get('port'))}`);
-  }
-  const level = get('log-level')!;
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionConfig | 'help' | 'version' {
+  const line = readCommandLine(ADMISSION_FLAGS, argv, env);
+  if (line.kind !== 'run') return line.kind;
+  const { values: f, raw } = line;
+  const level = f['log-level'];
   if (parseLogLevel(level, 'info') !== level) {
     throw new ConfigError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(level)}`);
   }
-  const tlsMode = get('tls-mode')!;
+  const tlsMode = f['tls-mode'];
   if (tlsMode !== 'files' && tlsMode !== 'bootstrap') {
     throw new ConfigError(`--tls-mode must be files or bootstrap, got ${JSON.stringify(tlsMode)}`);
   }
   const podNamespace = env.POD_NAMESPACE || undefined;
-  const tlsSecretNamespace = get('tls-secret-namespace') ?? podNamespace;
-  const serviceNamespace = get('service-namespace') ?? podNamespace;
-  const extraIpAddresses = list(get('extra-ip-addresses'));
+  const tlsSecretNamespace = f['tls-secret-namespace'] ?? podNamespace;
+  const serviceNamespace = f['service-namespace'] ?? podNamespace;
+  const extraIpAddresses = f['extra-ip-addresses'];
   const badIp = extraIpAddresses.find((ip) => isIP(ip) === 0);
   if (badIp !== undefined) {
     throw new ConfigError(`--extra-ip-addresses must list IP addresses, got ${JSON.stringify(badIp)}`);
   }
-  const servingCertLifetimeMs = parseDuration('serving-cert-lifetime', get('serving-cert-lifetime')!);
-  const caLifetimeMs = parseDuration('ca-lifetime', get('ca-lifetime')!);
-  const hooks = webhookConfigurations(get('webhook-configurations'));
+  const servingCertLifetimeMs = f['serving-cert-lifetime'];
+  const caLifetimeMs = f['ca-lifetime'];
+  const hooks = webhookConfigurations(f['webhook-configurations']);
   if (tlsMode === 'bootstrap') {
     if (!tlsSecretNamespace) {
       throw new ConfigError('--tls-secret-namespace (or $POD_NAMESPACE) is required with --tls-mode=bootstrap');
@@ -340,48 +302,44 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     }
     if (servingCertLifetimeMs > caLifetimeMs) {
       throw new ConfigError(
-        `--serving-cert-lifetime (${get('serving-cert-lifetime')}) must not exceed --ca-lifetime (${get('ca-lifetime')})`,
+        `--serving-cert-lifetime (${raw['serving-cert-lifetime']}) must not exceed --ca-lifetime (${raw['ca-lifetime']})`,
       );
     }
   }
-  const headersTimeoutMs = seconds('headers-timeout', get('headers-timeout')!, 0.1);
-  const requestTimeoutMs = seconds('request-timeout', get('request-timeout')!, 0.1);
+  const headersTimeoutMs = f['headers-timeout'];
+  const requestTimeoutMs = f['request-timeout'];
   if (headersTimeoutMs > requestTimeoutMs) {
     throw new ConfigError(
-      `--headers-timeout (${get('headers-timeout')}) must not exceed --request-timeout (${get('request-timeout')})`,
+      `--headers-timeout (${raw['headers-timeout']}) must not exceed --request-timeout (${raw['request-timeout']})`,
     );
   }
-  const probePortText = get('probe-port');
-  const probePort = probePortText === undefined ? undefined : Number(probePortText);
-  if (probePort !== undefined && (!Number.isInteger(probePort) || probePort < 0 || probePort > 65535)) {
-    throw new ConfigError(`--probe-port must be an integer 0-65535, got ${JSON.stringify(probePortText)}`);
+  const probePort = f['probe-port'];
+  if (probePort !== undefined && probePort !== 0 && probePort === f.port) {
+    throw new ConfigError(`--probe-port must differ from --port (both ${f.port})`);
   }
-  if (probePort !== undefined && probePort !== 0 && probePort === port) {
-    throw new ConfigError(`--probe-port must differ from --port (both ${port})`);
-  }
-  const clientCaFile = get('client-ca-file');
-  const clientAllowedNames = list(get('client-allowed-names'));
+  const clientCaFile = f['client-ca-file'];
+  const clientAllowedNames = f['client-allowed-names'];
   if (clientAllowedNames.length > 0 && !clientCaFile) {
     throw new ConfigError('--client-allowed-names needs --client-ca-file');
   }
   return {
-    port,
-    bindAddress: get('bind-address')!,
-    tlsCertFile: get('tls-cert-file')!,
-    tlsKeyFile: get('tls-key-file')!,
-    tlsPollIntervalMs: seconds('tls-poll-interval', get('tls-poll-interval')!, 0.1),
-    kubeconfig: get('kubeconfig'),
-    systemNamespace: get('system-namespace') ?? (env.POD_NAMESPACE || 'kd-system'),
-    secretConnections: bool('secret-connections', get('secret-connections')!),
+    port: f.port,
+    bindAddress: f['bind-address'],
+    tlsCertFile: f['tls-cert-file'],
+    tlsKeyFile: f['tls-key-file'],
+    tlsPollIntervalMs: f['tls-poll-interval'],
+    kubeconfig: f.kubeconfig,
+    systemNamespace: f['system-namespace'] ?? (env.POD_NAMESPACE || 'kd-system'),
+    secretConnections: f['secret-connections'],
     logLevel: parseLogLevel(level),
-    shutdownDelayMs: seconds('shutdown-delay', get('shutdown-delay')!, 0),
-    shutdownTimeoutMs: seconds('shutdown-timeout', get('shutdown-timeout')!, 0),
+    shutdownDelayMs: f['shutdown-delay'],
+    shutdownTimeoutMs: f['shutdown-timeout'],
     tlsMode,
-    tlsSecretName: get('tls-secret-name')!,
+    tlsSecretName: f['tls-secret-name'],
     tlsSecretNamespace,
-    serviceName: get('service-name')!,
+    serviceName: f['service-name'],
     serviceNamespace,
-    extraDnsNames: list(get('extra-dns-names')),
+    extraDnsNames: f['extra-dns-names'],
     extraIpAddresses,
     webhookConfigurations: hooks,
     servingCertLifetimeMs,
@@ -391,7 +349,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     clientCaFile,
     clientAllowedNames,
     probePort,
-    namespaces: namespaceList('namespaces', get('namespaces')),
-    excludedNamespaces: namespaceList('excluded-namespaces', get('excluded-namespaces')),
+    namespaces: namespaceList('namespaces', f.namespaces),
+    excludedNamespaces: namespaceList('excluded-namespaces', f['excluded-namespaces']),
   };
 }

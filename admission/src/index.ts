@@ -9,7 +9,6 @@ export * from './request-body.js';
 export * from './server.js';
 export * from './service.js';
 export * from './tls/bootstrap-certificate-source.js';
-export * from './tls/bootstrap-plan.js';
 export * from './tls/ca-bundle-publisher.js';
 export * from './tls/certificate.js';
 export * from './tls/certificate-generator.js';

@@ -4,8 +4,8 @@
  */
 import { delimiter } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, errorMessage, flushLogs } from '@kd-connections/shared';
-import { ConfigError, parseConfig, usage, type AdmissionConfig } from './config.js';
+import { createLogger, errorMessage, flushLogs, versionText } from '@kd-connections/shared';
+import { ADMISSION_PROGRAM, ConfigError, parseConfig, usage, type AdmissionConfig } from './config.js';
 import { AdmissionService } from './service.js';
 
 function loadKubeConfig(config: AdmissionConfig): KubeConfig {
@@ -19,7 +19,7 @@ function loadKubeConfig(config: AdmissionConfig): KubeConfig {
 }
 
 async function main(): Promise<void> {
-  let config: AdmissionConfig | 'help';
+  let config: AdmissionConfig | 'help' | 'version';
   try {
     config = parseConfig(process.argv.slice(2), process.env);
   } catch (e) {
@@ -29,6 +29,10 @@ async function main(): Promise<void> {
   }
   if (config === 'help') {
     process.stdout.write(usage() + '\n');
+    return;
+  }
+  if (config === 'version') {
+    process.stdout.write(versionText(ADMISSION_PROGRAM) + '\n');
     return;
   }
   const log = createLogger({ component: 'admission', level: config.logLevel });

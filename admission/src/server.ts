@@ -164,9 +164,9 @@ export class AdmissionServer implements CertificateSink {
     this.opts.metrics?.tlsReloads.inc({ result: 'loaded' });
     this.opts.metrics?.tlsNotAfter.set(info.notAfter.getTime() / 1000);
     this.log.info(first ? 'serving certificate loaded' : 'serving certificate reloaded', {
-      subject: info.subject,
+      subject: info.subject.replace(/\n/g, ', '),
       notAfter: info.notAfter.toISOString(),
-      fingerprint: info.fingerprint,
+      fingerprint: info.fingerprint256.slice(0, 16),
     });
     this.resolveFirst();
   }

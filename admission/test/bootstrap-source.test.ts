@@ -8,7 +8,7 @@ import { createCA, createServingCert, inspectCertificate, isIssuedBy, splitPemBl
 import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared';
 import { BootstrapCertificateSource } from '../src/tls/bootstrap-certificate-source.js';
 import { generateCertificates } from '../src/tls/certificate-generator.js';
-import type { SecretObject } from '../src/tls/bootstrap-plan.js';
+import type { SecretObject } from '@kd-connections/certs';
 
 const NS = 'kd';
 const SECRET_PATH = `/api/v1/namespaces/${NS}/secrets`;

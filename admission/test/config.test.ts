@@ -193,7 +193,7 @@ describe('configuration', () => {
     [['--secret-connections=maybe'], '--secret-connections must be true or false, got "maybe"'],
     [['--log-level', 'loud'], '--log-level must be debug, info, warn or error, got "loud"'],
     [['--shutdown-timeout=-1'], '--shutdown-timeout must be a number ≥ 0, got "-1"'],
-    [['--nope'], "Unknown option '--nope'"],
+    [['--nope'], 'unknown flag --nope'],
     [['--tls-mode=secret'], '--tls-mode must be files or bootstrap, got "secret"'],
     [['--tls-mode=bootstrap'], '--tls-secret-namespace (or $POD_NAMESPACE) is required with --tls-mode=bootstrap'],
     [
@@ -242,5 +242,36 @@ describe('configuration', () => {
       '$KD_ADMISSION_TLS_MODE',
     ])
       expect(usage()).toContain(f);
+  });
+});
+
+describe('configuration through the shared flag layer', () => {
+  it('answers --version', () => {
+    expect(parseConfig(['--version'], {})).toBe('version');
+  });
+
+  it('takes Go-style durations for the timeouts that also take plain seconds', () => {
+    expect(
+      parseConfig(['--shutdown-timeout=1m30s', '--tls-poll-interval=250ms', '--shutdown-delay=2'], {}),
+    ).toMatchObject({ shutdownTimeoutMs: 90_000, tlsPollIntervalMs: 250, shutdownDelayMs: 2000 });
+  });
+
+  it('reads booleans as the reconciler does: on/off are refused, naming the variable', () => {
+    expect(parseConfig([], { KD_SECRET_CONNECTIONS: 'no' })).toMatchObject({ secretConnections: false });
+    expect(() => parseConfig([], { KD_SECRET_CONNECTIONS: 'off' })).toThrow(
+      '--secret-connections (from $KD_SECRET_CONNECTIONS) must be true or false, got "off"',
+    );
+  });
+
+  it('adds up repeated list flags; a repeated single flag takes the last value', () => {
+    expect(
+      parseConfig(['--extra-dns-names=a.example.com', '--extra-dns-names=b.example.com', '--port=1', '--port=2'], {}),
+    ).toMatchObject({ extraDnsNames: ['a.example.com', 'b.example.com'], port: 2 });
+  });
+
+  it('prints help in the shared format', () => {
+    expect(usage()).toMatch(/^Usage: kd-connections-admission \[flags\]/);
+    expect(usage()).toContain('  --port int');
+    expect(usage()).toContain('[default 9443, $KD_ADMISSION_PORT]');
   });
 });

@@ -19,6 +19,17 @@ import {
   type WebhookConfigurationRef,
 } from './inject.js';
 import { inspectCertificate } from './inspect.js';
+import {
+  FlagError,
+  flagsHelp,
+  KubeClient,
+  packageVersion,
+  parseFlags,
+  versionText,
+  type FlagSpec,
+  type FlagValues,
+  type ProgramInfo,
+} from '@kd-connections/shared';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -35,67 +46,55 @@ export interface CliIO {
   webhookClient?: (kubeconfigPath: string | undefined) => WebhookConfigurationClient;
 }
 
+const GENERATE_FLAGS = {
+  'out-dir': { type: 'string', required: true, metavar: 'DIR', help: 'where ca.crt, ca.key, tls.crt and tls.key go' },
+  service: { type: 'string', required: true, metavar: 'NAME', help: 'the Service the certificate is for' },
+  namespace: { type: 'string', required: true, metavar: 'NS', help: "the Service's namespace" },
+  dns: { type: 'list', metavar: 'NAME', help: 'another DNS name for the certificate (repeatable)' },
+  ip: { type: 'list', metavar: 'IP', help: 'an IP address for the certificate (repeatable)' },
+  'ca-lifetime-days': { type: 'string', default: '3650', metavar: 'N', help: 'CA lifetime in days' },
+  'lifetime-days': { type: 'string', default: '365', metavar: 'N', help: 'serving certificate lifetime in days' },
+  force: { type: 'bool', help: 'replace existing files' },
+} satisfies Record<string, FlagSpec>;
+
+const INJECT_FLAGS = {
+  'ca-file': { type: 'string', required: true, metavar: 'FILE', help: 'the CA certificate(s), PEM' },
+  validating: { type: 'list', metavar: 'NAME', help: 'a ValidatingWebhookConfiguration (repeatable)' },
+  mutating: { type: 'list', metavar: 'NAME', help: 'a MutatingWebhookConfiguration (repeatable)' },
+  kubeconfig: { type: 'string', metavar: 'PATH', help: 'kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)' },
+} satisfies Record<string, FlagSpec>;
+
+export const CERTS_PROGRAM: ProgramInfo = {
+  name: 'kd-connections-certs',
+  version: packageVersion(import.meta.url),
+  summary: 'Certificates for the kd-connections admission webhook.',
+};
+
 export const USAGE = `Usage:
-  kd-connections-certs generate --out-dir DIR --service NAME --namespace NS
-      [--dns NAME]... [--ip IP]... [--ca-lifetime-days N] [--lifetime-days N] [--force]
+  kd-connections-certs generate --out-dir DIR --service NAME --namespace NS [flags]
     Writes ca.crt, ca.key, tls.crt and tls.key (keys mode 0600) into DIR: a new CA and a serving
     certificate for NAME, NAME.NS, NAME.NS.svc, NAME.NS.svc.cluster.local and the extra names/IPs.
-    Defaults: CA 3650 days, serving certificate 365 days. Existing files are only replaced with --force.
+    Existing files are only replaced with --force.
+${flagsHelp(GENERATE_FLAGS, 4)}
 
-  kd-connections-certs inject-ca --ca-file FILE (--validating NAME | --mutating NAME)... [--kubeconfig PATH]
+  kd-connections-certs inject-ca --ca-file FILE (--validating NAME | --mutating NAME)... [flags]
     Sets webhooks[*].clientConfig.caBundle of the named Validating/MutatingWebhookConfigurations to the
     CA certificate(s) in FILE, with a JSON Patch that changes nothing else.
+${flagsHelp(INJECT_FLAGS, 4)}
 
-  kd-connections-certs help
+  kd-connections-certs help | --help | --version
 `;
 
-class UsageError extends Error {}
-
-type FlagKind = 'value' | 'list' | 'switch';
-type Flags = Record<string, string | string[] | boolean | undefined>;
-
-/** `--flag value`, `--flag=value`; list flags may repeat, the others may not. */
-function parseFlags(args: readonly string[], spec: Record<string, FlagKind>): Flags {
-  const out: Flags = {};
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
-    const eq = arg.indexOf('=');
-    const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
-    const kind = spec[name];
-    if (!kind) throw new UsageError(`unknown flag --${name}`);
-    if (kind === 'switch') {
-      if (eq >= 0) throw new UsageError(`--${name} takes no value`);
-      out[name] = true;
-      continue;
-    }
-    let value: string | undefined;
-    if (eq >= 0) value = arg.slice(eq + 1);
-    else {
-      value = args[i + 1];
-      if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`);
-      i++;
-    }
-    if (value === '') throw new UsageError(`--${name} needs a non-empty value`);
-    if (kind === 'list') out[name] = [...((out[name] as string[] | undefined) ?? []), value];
-    else if (out[name] !== undefined) throw new UsageError(`--${name} given more than once`);
-    else out[name] = value;
-  }
-  return out;
+/** Flags of one command; a one-shot command refuses a repeated flag rather than guess which was meant. */
+function commandFlags<S extends Record<string, FlagSpec>>(spec: S, args: readonly string[]): FlagValues<S> {
+  return parseFlags(spec, args, {}, { repeats: 'error' });
 }
 
-function required(flags: Flags, name: string): string {
-  const v = flags[name];
-  if (typeof v !== 'string') throw new UsageError(`--${name} is required`);
-  return v;
-}
-
-function positiveDays(flags: Flags, name: string, fallback: number): number {
-  const v = flags[name];
-  if (v === undefined) return fallback;
+function positiveDays(flags: { [k: string]: unknown }, name: string): number {
+  const v = String(flags[name]);
   const n = Number(v);
-  if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || !(n > 0)) {
-    throw new UsageError(`--${name} must be a positive number of days, got ${JSON.stringify(v)}`);
+  if (!/^\d+(\.\d+)?$/.test(v) || !(n > 0)) {
+    throw new FlagError(`--${name} must be a positive number of days, got ${JSON.stringify(v)}`);
   }
   return n;
 }
@@ -112,33 +111,23 @@ function validDnsName(name: string): boolean {
 export const OUTPUT_FILES = { caCert: 'ca.crt', caKey: 'ca.key', cert: 'tls.crt', key: 'tls.key' } as const;
 
 function generate(args: readonly string[], io: CliIO): number {
-  const flags = parseFlags(args, {
-    'out-dir': 'value',
-    service: 'value',
-    namespace: 'value',
-    dns: 'list',
-    ip: 'list',
-    'ca-lifetime-days': 'value',
-    'lifetime-days': 'value',
-    force: 'switch',
-  });
-  const outDir = resolve(io.cwd ?? process.cwd(), required(flags, 'out-dir'));
-  const service = required(flags, 'service');
-  const namespace = required(flags, 'namespace');
-  if (!DNS1035_LABEL.test(service)) throw new UsageError(`--service ${JSON.stringify(service)} is not a Service name`);
+  const flags = commandFlags(GENERATE_FLAGS, args);
+  const outDir = resolve(io.cwd ?? process.cwd(), flags['out-dir']);
+  const { service, namespace } = flags;
+  if (!DNS1035_LABEL.test(service)) throw new FlagError(`--service ${JSON.stringify(service)} is not a Service name`);
   if (!DNS1123_LABEL.test(namespace)) {
-    throw new UsageError(`--namespace ${JSON.stringify(namespace)} is not a namespace name`);
+    throw new FlagError(`--namespace ${JSON.stringify(namespace)} is not a namespace name`);
   }
-  const dnsNames = (flags.dns as string[] | undefined) ?? [];
-  for (const d of dnsNames) if (!validDnsName(d)) throw new UsageError(`--dns ${JSON.stringify(d)} is not a DNS name`);
-  const ips = (flags.ip as string[] | undefined) ?? [];
-  for (const ip of ips) if (isIP(ip) === 0) throw new UsageError(`--ip ${JSON.stringify(ip)} is not an IP address`);
-  const caDays = positiveDays(flags, 'ca-lifetime-days', 3650);
-  const days = positiveDays(flags, 'lifetime-days', 365);
+  const dnsNames = flags.dns;
+  for (const d of dnsNames) if (!validDnsName(d)) throw new FlagError(`--dns ${JSON.stringify(d)} is not a DNS name`);
+  const ips = flags.ip;
+  for (const ip of ips) if (isIP(ip) === 0) throw new FlagError(`--ip ${JSON.stringify(ip)} is not an IP address`);
+  const caDays = positiveDays(flags, 'ca-lifetime-days');
+  const days = positiveDays(flags, 'lifetime-days');
   if (days > caDays) {
-    throw new UsageError(`--lifetime-days (${days}) must not exceed --ca-lifetime-days (${caDays})`);
+    throw new FlagError(`--lifetime-days (${days}) must not exceed --ca-lifetime-days (${caDays})`);
   }
-  const force = flags.force === true;
+  const force = flags.force;
 
   const files = Object.values(OUTPUT_FILES);
   const existing = files.filter((f) => existsSync(join(outDir, f)));
@@ -197,7 +186,8 @@ function writeNew(path: string, data: string, mode: number, force: boolean): voi
   }
 }
 
-async function defaultWebhookClient(kubeconfigPath: string | undefined): Promise<WebhookConfigurationClient> {
+/** The project's KubeClient on --kubeconfig or the default kubeconfig; close() it when done. */
+async function defaultWebhookClient(kubeconfigPath: string | undefined): Promise<OwnedClient> {
   // Loaded here, not at the top: generate does not need client-node (about a second to import).
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
@@ -206,21 +196,23 @@ async function defaultWebhookClient(kubeconfigPath: string | undefined): Promise
   if (!kc.getCurrentCluster()) {
     throw new Error(`no cluster in ${kubeconfigPath ?? 'the default kubeconfig (KUBECONFIG, ~/.kube/config)'}`);
   }
-  return webhookConfigurationClient(kc);
+  const kube = new KubeClient(kc, `kd-connections-certs/${CERTS_PROGRAM.version}`);
+  return Object.assign(webhookConfigurationClient(kube), { close: () => kube.close() });
 }
 
+type OwnedClient = WebhookConfigurationClient & { close?: () => void };
+
 async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
-  const flags = parseFlags(args, { 'ca-file': 'value', validating: 'list', mutating: 'list', kubeconfig: 'value' });
-  const caFile = resolve(io.cwd ?? process.cwd(), required(flags, 'ca-file'));
+  const flags = commandFlags(INJECT_FLAGS, args);
+  const caFile = resolve(io.cwd ?? process.cwd(), flags['ca-file']);
   const refs: WebhookConfigurationRef[] = [];
   for (const kind of ['validating', 'mutating'] as const) {
-    for (const name of (flags[kind] as string[] | undefined) ?? []) {
+    for (const name of flags[kind]) {
       if (!refs.some((r) => r.kind === kind && r.name === name)) refs.push({ kind, name });
     }
   }
-  if (refs.length === 0) throw new UsageError('name at least one configuration with --validating or --mutating');
-  const kubeconfig =
-    flags.kubeconfig === undefined ? undefined : resolve(io.cwd ?? process.cwd(), required(flags, 'kubeconfig'));
+  if (refs.length === 0) throw new FlagError('name at least one configuration with --validating or --mutating');
+  const kubeconfig = flags.kubeconfig ? resolve(io.cwd ?? process.cwd(), flags.kubeconfig) : undefined;
 
   let caBundle: string;
   try {
@@ -237,7 +229,7 @@ async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
     return EXIT_FAILURE;
   }
 
-  let client: WebhookConfigurationClient;
+  let client: OwnedClient;
   try {
     client = io.webhookClient ? io.webhookClient(kubeconfig) : await defaultWebhookClient(kubeconfig);
   } catch (e) {
@@ -246,18 +238,22 @@ async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
   }
 
   let failed = 0;
-  // One configuration failing does not stop the others: they are independent objects.
-  for (const ref of refs) {
-    try {
-      const r = await injectCABundle(client, ref, caBundle);
-      const what = describeRef(ref);
-      if (r.changed.length === 0 && r.unchanged.length === 0) io.stdout(`${what}: has no webhooks, nothing to set\n`);
-      else if (r.changed.length === 0) io.stdout(`${what}: caBundle already up to date\n`);
-      else io.stdout(`${what}: caBundle set on ${r.changed.join(', ')}\n`);
-    } catch (e) {
-      failed++;
-      io.stderr(`error: ${(e as Error).message}\n`);
+  try {
+    // One configuration failing does not stop the others: they are independent objects.
+    for (const ref of refs) {
+      try {
+        const r = await injectCABundle(client, ref, caBundle);
+        const what = describeRef(ref);
+        if (r.changed.length === 0 && r.unchanged.length === 0) io.stdout(`${what}: has no webhooks, nothing to set\n`);
+        else if (r.changed.length === 0) io.stdout(`${what}: caBundle already up to date\n`);
+        else io.stdout(`${what}: caBundle set on ${r.changed.join(', ')}\n`);
+      } catch (e) {
+        failed++;
+        io.stderr(`error: ${(e as Error).message}\n`);
+      }
     }
+  } finally {
+    client.close?.();
   }
   return failed > 0 ? EXIT_FAILURE : EXIT_OK;
 }
@@ -266,16 +262,20 @@ async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
 export async function main(argv: readonly string[], io: CliIO): Promise<number> {
   const [command, ...rest] = argv;
   try {
-    if (command === undefined) throw new UsageError('no command given');
+    if (command === undefined) throw new FlagError('no command given');
+    if (command === '--version' || rest.includes('--version')) {
+      io.stdout(`${versionText(CERTS_PROGRAM)}\n`);
+      return EXIT_OK;
+    }
     if (command === 'help' || command === '--help' || command === '-h' || rest.includes('--help')) {
       io.stdout(USAGE);
       return EXIT_OK;
     }
     if (command === 'generate') return generate(rest, io);
     if (command === 'inject-ca') return await injectCa(rest, io);
-    throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    throw new FlagError(`unknown command ${JSON.stringify(command)}`);
   } catch (e) {
-    if (e instanceof UsageError) {
+    if (e instanceof FlagError) {
       io.stderr(`error: ${e.message}\n\n${USAGE}`);
       return EXIT_USAGE;
     }

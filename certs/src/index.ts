@@ -1,5 +1,6 @@
 export * from './generate.js';
 export * from './inspect.js';
 export * from './renewal.js';
+export * from './bootstrap-plan.js';
 export * from './inject.js';
 export * from './cli.js';

@@ -4,13 +4,7 @@
  * configuration reordered or renamed between our read and our write is refused as a whole (JSON
  * Patch is atomic) instead of putting the bundle on the wrong webhook.
  */
-import type {
-  AdmissionregistrationV1Api,
-  KubeConfig,
-  setHeaderOptions,
-  V1MutatingWebhookConfiguration,
-  V1ValidatingWebhookConfiguration,
-} from '@kubernetes/client-node';
+import { errorStatus, type KubeClient } from '@kd-connections/shared';
 import { CertificateError, parseCertificates, type CertificateInfo } from './inspect.js';
 
 export type WebhookConfigurationKind = 'validating' | 'mutating';
@@ -73,10 +67,7 @@ export interface InjectResult {
   unchanged: string[];
 }
 
-function statusCode(e: unknown): number | undefined {
-  const code = (e as { code?: unknown }).code;
-  return typeof code === 'number' ? code : undefined;
-}
+const statusCode = errorStatus;
 
 /** The API server's Status message when there is one (client-node's own message is a multi-line dump). */
 function apiMessage(e: unknown): string {
@@ -141,40 +132,17 @@ export async function injectCABundle(
   return result;
 }
 
-/**
- * A WebhookConfigurationClient on client-node, sending JSON Patch explicitly rather than relying on
- * client-node's content-type choice. client-node is imported on first use: loading it takes about a
- * second, which `generate` and the pure functions of this package should not pay.
- */
-export function webhookConfigurationClient(kc: KubeConfig): WebhookConfigurationClient {
-  let loaded: Promise<Api> | undefined;
-  const load = (): Promise<Api> =>
-    (loaded ??= import('@kubernetes/client-node').then((k) => ({
-      api: kc.makeApiClient(k.AdmissionregistrationV1Api),
-      // Spelled as client-node's generated request code spells it, so this replaces its value.
-      jsonPatch: k.setHeaderOptions('Content-Type', k.PatchStrategy.JsonPatch),
-    })));
-  return {
-    async read(ref) {
-      const { api } = await load();
-      const obj: V1ValidatingWebhookConfiguration | V1MutatingWebhookConfiguration =
-        ref.kind === 'validating'
-          ? await api.readValidatingWebhookConfiguration({ name: ref.name })
-          : await api.readMutatingWebhookConfiguration({ name: ref.name });
-      return obj as WebhookConfigurationView;
-    },
-    async patch(ref, ops) {
-      const { api, jsonPatch } = await load();
-      const obj =
-        ref.kind === 'validating'
-          ? await api.patchValidatingWebhookConfiguration({ name: ref.name, body: ops }, jsonPatch)
-          : await api.patchMutatingWebhookConfiguration({ name: ref.name, body: ops }, jsonPatch);
-      return obj as WebhookConfigurationView;
-    },
-  };
+function configurationPath(ref: WebhookConfigurationRef): string {
+  return `/apis/admissionregistration.k8s.io/v1/${ref.kind}webhookconfigurations/${encodeURIComponent(ref.name)}`;
 }
 
-interface Api {
-  api: AdmissionregistrationV1Api;
-  jsonPatch: ReturnType<typeof setHeaderOptions>;
+/**
+ * A WebhookConfigurationClient on the project's one Kubernetes client (its user agent names the
+ * caller; JSON Patch is sent as such). Used by inject-ca and by the admission service's bootstrap.
+ */
+export function webhookConfigurationClient(client: KubeClient): WebhookConfigurationClient {
+  return {
+    read: (ref) => client.get<WebhookConfigurationView>(configurationPath(ref)),
+    patch: (ref, ops) => client.jsonPatch<WebhookConfigurationView>(configurationPath(ref), ops),
+  };
 }

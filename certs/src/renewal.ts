@@ -248,21 +248,16 @@ export function renewalDecision(
   return decision;
 }
 
-/** When the next renewal is due: `now` when something must be renewed already, else the decision's renewAt. */
-export function nextRenewalAt(stored: StoredCerts, wanted: WantedServing, now: Date, options?: RenewalOptions): Date {
-  const d = renewalDecision(stored, wanted, now, options);
-  return d.action === 'keep' && d.renewAt ? d.renewAt : now;
-}
-
 /** setTimeout fires at once (with a warning) for delays above 2^31-1 ms, about 24.8 days. */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 /**
- * A setTimeout delay towards `due`: never negative and never above MAX_TIMER_DELAY_MS, so a timer for a
- * renewal months away wakes early and re-evaluates instead of firing immediately.
+ * The one clamp for renewal timers: a setTimeout delay towards `due`, never below `minMs` (so a wake
+ * that is due already does not spin) and never above MAX_TIMER_DELAY_MS (so a renewal months away
+ * wakes early and re-evaluates instead of firing immediately).
  */
-export function timerDelayMs(due: Date, now: Date): number {
-  return Math.min(MAX_TIMER_DELAY_MS, Math.max(0, due.getTime() - now.getTime()));
+export function timerDelayMs(due: Date, now: Date, minMs = 0): number {
+  return Math.min(MAX_TIMER_DELAY_MS, Math.max(minMs, due.getTime() - now.getTime()));
 }
 
 export type DroppedCAReason = 'same-as-current' | 'duplicate' | 'unparsable' | 'not-a-ca' | 'expired' | 'unused';

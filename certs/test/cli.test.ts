@@ -137,11 +137,12 @@ describe('usage errors exit with 2, say what is wrong and show usage', () => {
     [generateArgs(dir, '--bogus'), 'unknown flag --bogus'],
     [generateArgs(dir, '--dns'), '--dns needs a value'],
     [generateArgs(dir, '--dns', '--force'), '--dns needs a value'],
-    [generateArgs(dir, '--force=yes'), '--force takes no value'],
+    [generateArgs(dir, '--force=maybe'), '--force must be true or false, got "maybe"'],
     [generateArgs(dir, 'extra'), 'unexpected argument "extra"'],
     [['generate', '--out-dir', dir, '--namespace', 'ns'], '--service is required'],
     [['generate', '--service', 's', '--namespace', 'ns'], '--out-dir is required'],
     [generateArgs(dir, '--service', 'again'), '--service given more than once'],
+    [['generate', '--out-dir=', '--service', 's', '--namespace', 'ns'], '--out-dir needs a non-empty value'],
     [
       ['generate', '--out-dir', dir, '--service', 'Bad_Name', '--namespace', 'ns'],
       '--service "Bad_Name" is not a Service name',
@@ -168,6 +169,12 @@ describe('usage errors exit with 2, say what is wrong and show usage', () => {
     expect(r.stderr).toContain(USAGE);
     expect(r.stdout).toBe('');
     expect(existsSync(dir)).toBe(false);
+  });
+
+  it('--version prints the version and succeeds', async () => {
+    for (const argv of [['--version'], ['generate', '--version']]) {
+      expect(await run(argv)).toEqual({ code: EXIT_OK, stdout: 'kd-connections-certs 0.1.0\n', stderr: '' });
+    }
   });
 
   it('help prints usage and succeeds', async () => {

@@ -5,7 +5,6 @@ import { inspectCertificate, parseCertificates } from '../src/inspect.js';
 import {
   buildCABundle,
   MAX_TIMER_DELAY_MS,
-  nextRenewalAt,
   renewalDecision,
   renewalTime,
   timerDelayMs,
@@ -238,18 +237,12 @@ describe('renewalDecision', () => {
   });
 });
 
-describe('nextRenewalAt and timerDelayMs', () => {
-  it('is the renewal time for a good pair and now for a pair that must be renewed', () => {
-    expect(nextRenewalAt(stored(), wanted, at(1)).getTime()).toBe(
-      renewalTime(inspectCertificate(serving.certPem)).getTime(),
-    );
-    expect(nextRenewalAt(stored(), wanted, at(8))).toEqual(at(8));
-    expect(nextRenewalAt({}, wanted, at(1))).toEqual(at(1));
-  });
-
-  it('keeps timer delays within what setTimeout accepts', () => {
+describe('timerDelayMs', () => {
+  it('keeps timer delays within what setTimeout accepts, and above a floor when asked', () => {
     expect(timerDelayMs(at(1), at(0))).toBe(DAY_MS);
     expect(timerDelayMs(at(0), at(1))).toBe(0);
+    expect(timerDelayMs(at(0), at(1), 1000)).toBe(1000);
+    expect(timerDelayMs(at(1), at(0), 1000)).toBe(DAY_MS);
     expect(timerDelayMs(at(200), at(0))).toBe(MAX_TIMER_DELAY_MS);
     expect(MAX_TIMER_DELAY_MS).toBe(2147483647);
   });

@@ -1,6 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { parseFlags, parseLogLevel, type FlagSpec, type LogLevel } from '@kd-connections/shared';
+import {
+  FlagError,
+  packageVersion,
+  parseLogLevel,
+  programHelp,
+  readCommandLine,
+  versionText,
+  type FlagSpec,
+  type LogLevel,
+  type ProgramInfo,
+} from '@kd-connections/shared';
 
 export const RECONCILER_FLAGS = {
   kubeconfig: {
@@ -19,8 +29,14 @@ export const RECONCILER_FLAGS = {
     env: 'KD_SYSTEM_NAMESPACE',
     help: 'namespace of the system app catalog (appCatalog: system); default: the pod namespace',
   },
-  concurrency: { type: 'int', env: 'KD_CONCURRENCY', default: 4, help: 'clusters reconciled in parallel' },
-  'pod-concurrency': { type: 'int', env: 'KD_POD_CONCURRENCY', default: 8, help: 'pod patches in flight per cluster' },
+  concurrency: { type: 'int', env: 'KD_CONCURRENCY', default: 4, min: 1, help: 'clusters reconciled in parallel' },
+  'pod-concurrency': {
+    type: 'int',
+    env: 'KD_POD_CONCURRENCY',
+    default: 8,
+    min: 1,
+    help: 'pod patches in flight per cluster',
+  },
   'leader-elect': {
     type: 'bool',
     env: 'KD_LEADER_ELECT',
@@ -39,19 +55,25 @@ export const RECONCILER_FLAGS = {
     help: 'namespace of the Lease; default: the pod namespace',
   },
   'lease-duration': {
-    type: 'string',
+    type: 'duration',
+    bareSeconds: true,
+    min: 1,
     env: 'KD_LEASE_DURATION',
     default: '15s',
     help: 'how long the Lease holds without renewal: a standby takes over this long after the leader stops renewing (whole seconds, e.g. 15s)',
   },
   'renew-deadline': {
-    type: 'string',
+    type: 'duration',
+    bareSeconds: true,
+    min: 1,
     env: 'KD_RENEW_DEADLINE',
     default: '10s',
     help: 'the leader steps down when it could not renew for this long; below --lease-duration',
   },
   'retry-period': {
-    type: 'string',
+    type: 'duration',
+    bareSeconds: true,
+    min: 1,
     env: 'KD_RETRY_PERIOD',
     default: '2s',
     help: 'interval between acquire/renew attempts; below --renew-deadline / 1.2',
@@ -89,12 +111,14 @@ export const RECONCILER_FLAGS = {
     type: 'int',
     env: 'KD_RELIST_PERIOD_SECONDS',
     default: 600,
+    min: 0,
     help: 'full relist of every watch (0 = never)',
   },
   'watch-timeout-seconds': {
     type: 'int',
     env: 'KD_WATCH_TIMEOUT_SECONDS',
     default: 300,
+    min: 0,
     help: 'server-side watch timeout (jittered ±20%)',
   },
   'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
@@ -123,21 +147,50 @@ export interface ReconcilerConfig {
   logLevel: LogLevel;
 }
 
-export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ReconcilerConfig {
-  const f = parseFlags(RECONCILER_FLAGS, argv, env);
+export const RECONCILER_PROGRAM: ProgramInfo = {
+  name: 'kd-connections-reconciler',
+  version: packageVersion(import.meta.url),
+  summary: 'The kd-connections reconciler: keeps configmeta current in every member pod.',
+};
+
+/** Where --help and --version are answered (a test passes its own). */
+export interface InfoOutput {
+  stdout(text: string): void;
+  exit(code: number): never;
+}
+
+const processOutput: InfoOutput = {
+  stdout: (text) => void process.stdout.write(text),
+  exit: (code) => process.exit(code),
+};
+
+/**
+ * The configuration from argv (without node and script) and env; throws FlagError naming what is
+ * wrong. --help and --version are answered here (print, exit 0) so every entry point gets them.
+ */
+export function loadConfig(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  out: InfoOutput = processOutput,
+): ReconcilerConfig {
+  const line = readCommandLine(RECONCILER_FLAGS, argv, env);
+  if (line.kind === 'help') return out.exit((out.stdout(`${programHelp(RECONCILER_PROGRAM, RECONCILER_FLAGS)}\n`), 0));
+  if (line.kind === 'version') return out.exit((out.stdout(`${versionText(RECONCILER_PROGRAM)}\n`), 0));
+  const { values: f, raw } = line;
   const podNs = env.POD_NAMESPACE || 'kd-connections';
   const [host, port] = splitHostPort(f['metrics-bind-address']);
-  if (f.concurrency < 1 || f['pod-concurrency'] < 1)
-    throw new Error('--concurrency and --pod-concurrency must be at least 1');
-  const leaseDurationMs = parseDuration('--lease-duration', f['lease-duration']);
-  const renewDeadlineMs = parseDuration('--renew-deadline', f['renew-deadline']);
-  const retryPeriodMs = parseDuration('--retry-period', f['retry-period']);
+  const leaseDurationMs = f['lease-duration'];
+  const renewDeadlineMs = f['renew-deadline'];
+  const retryPeriodMs = f['retry-period'];
   // A Lease counts whole seconds; client-go's rules keep a leader from outliving its lease.
   if (leaseDurationMs < 1000 || leaseDurationMs % 1000 !== 0)
-    throw new Error(`--lease-duration: "${f['lease-duration']}" must be a whole number of seconds, at least 1s`);
-  if (renewDeadlineMs >= leaseDurationMs) throw new Error('--renew-deadline must be less than --lease-duration');
+    throw new FlagError(`--lease-duration: "${raw['lease-duration']}" must be a whole number of seconds, at least 1s`);
+  if (renewDeadlineMs >= leaseDurationMs) throw new FlagError('--renew-deadline must be less than --lease-duration');
   if (retryPeriodMs * 1.2 >= renewDeadlineMs)
-    throw new Error('--retry-period × 1.2 must be less than --renew-deadline');
+    throw new FlagError('--retry-period × 1.2 must be less than --renew-deadline');
+  const logLevel = f['log-level'];
+  if (parseLogLevel(logLevel, 'info') !== logLevel)
+    throw new FlagError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
   return {
     kubeconfig: f.kubeconfig || undefined,
     namespaces: f.namespaces,
@@ -158,27 +211,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     metricsPort: port,
     relistPeriodMs: f['relist-period-seconds'] * 1000,
     watchTimeoutSeconds: f['watch-timeout-seconds'],
-    logLevel: parseLogLevel(f['log-level']),
+    logLevel: parseLogLevel(logLevel),
   };
-}
-
-/** A Go-style duration: "15s", "1500ms", "1m30s" (units h, m, s, ms; a plain number means seconds). */
-export function parseDuration(flag: string, v: string): number {
-  const t = v.trim();
-  if (/^\d+$/.test(t)) return Number(t) * 1000;
-  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
-  const parts = [...t.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== t)
-    throw new Error(`${flag}: "${v}" is not a duration (e.g. 15s, 1500ms, 1m30s)`);
-  const ms = parts.reduce((n, p) => n + Number(p[1]) * unit[p[2]!]!, 0);
-  if (ms <= 0) throw new Error(`${flag}: "${v}" must be positive`);
-  return Math.round(ms);
 }
 
 function splitHostPort(v: string): [string, number] {
   const i = v.lastIndexOf(':');
   const port = Number(v.slice(i + 1));
   if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535)
-    throw new Error(`--metrics-bind-address: "${v}" is not host:port`);
+    throw new FlagError(`--metrics-bind-address must be host:port, got ${JSON.stringify(v)}`);
   return [v.slice(0, i) || '0.0.0.0', port];
 }

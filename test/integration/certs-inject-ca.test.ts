@@ -17,6 +17,7 @@ import {
   type WebhookConfigurationClient,
   type WebhookConfigurationKind,
 } from '@kd-connections/certs';
+import { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
 import {
   markerWebhook,
@@ -32,6 +33,7 @@ let caFile: string;
 let ca: CertPair;
 let staleCa: CertPair;
 let server: TestWebhookServer;
+let kube: KubeClient;
 const created: [WebhookConfigurationKind, string][] = [];
 
 const b64 = (pem: string) => Buffer.from(pem.replace(/\r\n/g, '\n')).toString('base64');
@@ -39,6 +41,7 @@ const resource = (kind: WebhookConfigurationKind) =>
   kind === 'validating' ? 'validatingwebhookconfiguration' : 'mutatingwebhookconfiguration';
 
 beforeAll(async () => {
+  kube = new KubeClient(env.kc, 'kd-connections-certs-test');
   dir = mkdtempSync(join(tmpdir(), 'kd-certs-inject-'));
   ca = createCA();
   staleCa = createCA();
@@ -54,6 +57,7 @@ afterAll(async () => {
   for (const [kind, name] of created)
     await env.kubectl(['delete', resource(kind), name, '--ignore-not-found'], { namespace: false });
   await server?.close();
+  kube?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -191,7 +195,7 @@ describe('inject-ca on a real API server', () => {
   ])('refuses a %s configuration %s between read and write, patching nothing', async (kind, what, change, names) => {
     const name = `${env.namespace}-${what}`;
     await createConfiguration(kind, name, [idleWebhook('x.certs.kd.test'), idleWebhook('y.certs.kd.test')]);
-    const real = webhookConfigurationClient(env.kc);
+    const real = webhookConfigurationClient(kube);
     let interfered = false;
     // Another writer changes the configuration right after inject-ca has read it.
     const racing: WebhookConfigurationClient = {

@@ -3,33 +3,28 @@
  * and sent with injectCABundle (one JSON Patch, a `test` of every webhook's name) plus a `test` of the
  * configuration's resourceVersion, so two replicas publishing at once never overwrite each other's CA:
  * the later write fails, and is recomputed from what the earlier one left.
+ *
+ * It also keeps the bookkeeping of which CAs may leave (mergeBundle has the rule): when each published
+ * CA stopped being wanted, and CAs published for a Secret write that never happened.
  */
 import {
   describeRef,
+  forgetUnpublished,
   injectCABundle,
+  mergeBundle,
+  publishedCAs,
+  trackUnwanted,
+  type BundleMerge,
   type CertificateInfo,
   type JsonPatchOp,
   type WebhookConfigurationClient,
   type WebhookConfigurationRef,
   type WebhookConfigurationView,
 } from '@kd-connections/certs';
-import { errorMessage, errorStatus, isConflict, type KubeClient } from '@kd-connections/shared';
-import { publishedCAs, type BundleMerge } from './bootstrap-plan.js';
+import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared';
 
-function configPath(ref: WebhookConfigurationRef): string {
-  return `/apis/admissionregistration.k8s.io/v1/${ref.kind}webhookconfigurations/${encodeURIComponent(ref.name)}`;
-}
-
-/** A WebhookConfigurationClient on the shared KubeClient (its user agent); errors carry `code` as inject-ca expects. */
-export function kubeWebhookClient(client: KubeClient): WebhookConfigurationClient {
-  const withCode = (e: unknown): never => {
-    throw Object.assign(e as Error, { code: errorStatus(e) });
-  };
-  return {
-    read: (ref) => client.get<WebhookConfigurationView>(configPath(ref)).catch(withCode),
-    patch: (ref, ops) => client.jsonPatch<WebhookConfigurationView>(configPath(ref), ops).catch(withCode),
-  };
-}
+/** How long a CA stays published after it is no longer wanted; must exceed the propagation delay plus one Secret write. */
+export const PRUNE_AFTER_MS = 20_000;
 
 export interface PublishResult {
   ref: WebhookConfigurationRef;
@@ -46,11 +41,89 @@ export interface PublishResult {
 
 const ATTEMPTS = 4;
 
+export interface PublisherOptions {
+  pruneAfterMs?: number;
+  now?: () => Date;
+  /** Where each change and each missing configuration is logged. */
+  log?: Logger;
+  /** Called per publish for each configuration that does not exist (e.g. to record an Event). */
+  onMissing?: (configuration: string) => void;
+}
+
 export class CABundlePublisher {
+  private unwanted = new Map<string, number>();
+  /** CAs this replica published for a Secret write that then failed. */
+  private orphans = new Set<string>();
+  readonly pruneAfterMs: number;
+  private readonly now: () => Date;
+
   constructor(
     private readonly client: WebhookConfigurationClient,
     readonly refs: readonly WebhookConfigurationRef[],
-  ) {}
+    private readonly options: PublisherOptions = {},
+  ) {
+    this.pruneAfterMs = options.pruneAfterMs ?? PRUNE_AFTER_MS;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** When each published CA was first seen unwanted (epoch ms), for the next wake-up. */
+  get unwantedSince(): ReadonlyMap<string, number> {
+    return this.unwanted;
+  }
+
+  /** A CA published for a Secret write that did not happen signs nothing: the next publish takes it out. */
+  withdraw(fingerprint256: string): void {
+    this.orphans.add(fingerprint256);
+  }
+
+  /**
+   * Publishes `desired` merged with what each configuration carries. `allowPrune` only from a healthy
+   * Secret: a broken one says nothing reliable about which CAs are unwanted.
+   */
+  async publishDesired(desired: readonly CertificateInfo[], allowPrune: boolean): Promise<PublishResult[]> {
+    const results = await this.publish((published) => {
+      const now = this.now();
+      if (allowPrune) this.unwanted = trackUnwanted(this.unwanted, published, desired, now.getTime());
+      return mergeBundle(published, desired, {
+        now,
+        unwantedSince: this.unwanted,
+        pruneAfterMs: this.pruneAfterMs,
+        allowPrune,
+        withdraw: this.orphans,
+      });
+    });
+    if (results.every((r) => !r.error)) {
+      const still = new Set(results.flatMap((r) => r.cas.map((c) => c.fingerprint256)));
+      this.orphans = new Set([...this.orphans].filter((fp) => still.has(fp)));
+    }
+    if (allowPrune) {
+      this.unwanted = forgetUnpublished(
+        this.unwanted,
+        results.flatMap((r) => r.cas),
+      );
+    }
+    this.report(results);
+    return results;
+  }
+
+  private report(results: readonly PublishResult[]): void {
+    for (const r of results) {
+      const what = `${r.ref.kind}/${r.ref.name}`;
+      if (!r.exists) {
+        this.options.log?.warn('webhook configuration not found; its caBundle is set once it exists', {
+          configuration: what,
+        });
+        this.options.onMissing?.(what);
+      } else if (r.changed) {
+        this.options.log?.info('caBundle published', {
+          configuration: what,
+          cas: r.cas.map((c) => c.fingerprint256.slice(0, 23)),
+          added: r.added.length,
+          removed: r.removed.length,
+        });
+      }
+    }
+  }
 
   /** The CAs each configuration carries now; configurations that cannot be read are left out. */
   async read(): Promise<{ ref: WebhookConfigurationRef; cas: CertificateInfo[] }[]> {

@@ -5,6 +5,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { createCA, createServingCert, type CertPair } from '@kd-connections/certs';
+import type { Logger } from '@kd-connections/shared';
 
 export interface GenerateRequest {
   /** Issue the serving certificate from this CA; absent: create a new CA first. */
@@ -85,4 +86,17 @@ export function generateInWorker(req: GenerateRequest, timeoutMs = 120_000): Pro
     worker.once('error', (e) => settle(() => fail(new WorkerStartError(e.message))));
     worker.once('exit', (code) => settle(() => fail(new WorkerStartError(`worker exited with code ${code}`))));
   });
+}
+
+/** In a worker thread; on the calling thread (with a warning) when no worker can start. */
+export function workerGenerator(log: Logger): Generator {
+  return async (req) => {
+    try {
+      return await generateInWorker(req);
+    } catch (e) {
+      if (!(e instanceof WorkerStartError)) throw e;
+      log.warn('certificate worker unavailable; generating on the main thread', { error: e.message });
+      return generateCertificates(req);
+    }
+  };
 }

@@ -3,8 +3,8 @@
  * PEM pairs to a sink whenever it has a new one. The file loader is one source; a bootstrapper that
  * reads or creates a Secret is another, calling the same `setCertificate`.
  */
-import { X509Certificate, createHash } from 'node:crypto';
 import tls from 'node:tls';
+import { inspectCertificate, splitPemBlocks, type CertificateInfo } from '@kd-connections/certs';
 
 export interface CertificateSink {
   /** Installs a certificate and key (PEM). Throws, keeping the current pair, when they are unusable. */
@@ -45,21 +45,16 @@ export function tlsOptions(certPem: string, keyPem: string): tls.SecureContextOp
   };
 }
 
-export interface CertificateInfo {
-  subject: string;
-  notAfter: Date;
-  /** sha256 of the certificate, for logs. */
-  fingerprint: string;
-}
-
 /**
  * Checks that a pair is usable (the certificate parses and the key matches it) and describes the
  * certificate. Throws with a readable message otherwise.
  */
 export function checkPair(certPem: string, keyPem: string): CertificateInfo {
-  let cert: X509Certificate;
+  let leaf: CertificateInfo;
   try {
-    cert = new X509Certificate(certPem);
+    // The first certificate is the leaf; what follows is its chain (or, in a combined file, the key).
+    const first = splitPemBlocks(certPem).find((b) => b.type === 'CERTIFICATE');
+    leaf = inspectCertificate(first?.pem ?? certPem);
   } catch (e) {
     throw new Error(`certificate does not parse: ${(e as Error).message}`);
   }
@@ -68,9 +63,5 @@ export function checkPair(certPem: string, keyPem: string): CertificateInfo {
   } catch (e) {
     throw new Error(`certificate and key are not a usable pair: ${(e as Error).message}`);
   }
-  return {
-    subject: cert.subject.replace(/\n/g, ', '),
-    notAfter: new Date(cert.validTo),
-    fingerprint: createHash('sha256').update(cert.raw).digest('hex').slice(0, 16),
-  };
+  return leaf;
 }

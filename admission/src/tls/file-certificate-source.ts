@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { errorMessage, silentLogger, type Logger } from '@kd-connections/shared';
 import type { CertificateSink, CertificateSource } from './certificate.js';
+import { SingleFlight } from './single-flight.js';
 
 export interface FileCertificateOptions {
   certFile: string;
@@ -31,8 +32,7 @@ export class FileCertificateSource implements CertificateSource {
   private debounce: NodeJS.Timeout | undefined;
   private lastLoaded = '';
   private lastRejected = '';
-  private checking: Promise<void> | undefined;
-  private again = false;
+  private readonly checks = new SingleFlight(() => this.checkOnce());
   private readonly log: Logger;
 
   constructor(private readonly opts: FileCertificateOptions) {
@@ -72,17 +72,7 @@ export class FileCertificateSource implements CertificateSource {
 
   /** Reads both files and hands a changed pair to the sink; one check at a time. */
   check(): Promise<void> {
-    if (this.checking) {
-      this.again = true;
-      return this.checking;
-    }
-    this.checking = (async () => {
-      do {
-        this.again = false;
-        await this.checkOnce();
-      } while (this.again);
-    })().finally(() => (this.checking = undefined));
-    return this.checking;
+    return this.checks.run();
   }
 
   private async checkOnce(): Promise<void> {

@@ -1,13 +1,6 @@
 /** The pure decisions of bootstrap mode: Secret state → action, new Secret data, caBundle contents. */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import {
-  createCA,
-  createServingCert,
-  inspectCertificate,
-  type CertificateInfo,
-  type CertPair,
-} from '@kd-connections/certs';
-import {
   certificatesIn,
   decodeSecret,
   desiredCAs,
@@ -20,7 +13,9 @@ import {
   SECRET_KEYS,
   trackUnwanted,
   type SecretObject,
-} from '../src/tls/bootstrap-plan.js';
+} from '../src/bootstrap-plan.js';
+import { createCA, createServingCert, type CertPair } from '../src/generate.js';
+import { inspectCertificate, type CertificateInfo } from '../src/inspect.js';
 
 const T0 = new Date('2030-05-01T12:00:00Z');
 const MIN = 60_000;

@@ -14,21 +14,18 @@
  * no replica can present such a leaf to a verifying client, so the CA is no longer needed; it leaves
  * the caBundle `pruneAfterMs` after this replica first noticed it is no longer wanted.
  */
+import type { CertPair } from './generate.js';
+import { isIssuedBy, parseCertificates, splitPemBlocks, type CertificateInfo } from './inspect.js';
 import {
   buildCABundle,
-  isIssuedBy,
-  parseCertificates,
   renewalDecision,
-  splitPemBlocks,
   type CABundle,
-  type CertificateInfo,
-  type CertPair,
   type RenewalDecision,
   type RenewalOptions,
   type RenewalReason,
   type StoredCerts,
   type WantedServing,
-} from '@kd-connections/certs';
+} from './renewal.js';
 
 export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
 
