@@ -4,16 +4,12 @@
  * SIGTERM/SIGINT: stop working, release the lease, exit 0.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, errorMessage, FlagError, flagsHelp, flushLogs } from '@kd-connections/shared';
-import { loadConfig, RECONCILER_FLAGS, type ReconcilerConfig } from './config.js';
+import { createLogger, errorMessage, FlagError, flushLogs } from '@kd-connections/shared';
+import { loadConfig, type ReconcilerConfig } from './config.js';
 import { ReconcilerService } from './service.js';
 
 let cfg: ReconcilerConfig;
 try {
-  if (process.argv.includes('--help')) {
-    console.log(`kd-connections reconciler\n\n${flagsHelp(RECONCILER_FLAGS)}`);
-    process.exit(0);
-  }
   cfg = loadConfig(process.argv.slice(2));
 } catch (e) {
   console.error(`kd-connections reconciler: ${errorMessage(e)}${e instanceof FlagError ? '\n(see --help)' : ''}`);
