@@ -89,7 +89,7 @@ function planDelivery(
   generator: number,
   opts: PlanOptions,
 ): Omit<ReconcilePlan, 'bump' | 'appProblem'> {
-  const connections = renderConnections(o.resolved.connected, opts);
+  const connections = renderConnections(o.resolved.connected, opts, o.cluster.spec?.connections);
   const docs = renderConfigMetaForMembers(o.cluster, own.app, o.members, connections);
   const byName = new Map(o.pods.map((p) => [p.metadata.name ?? '', p]));
   const synced: string[] = [];
