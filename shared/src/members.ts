@@ -3,7 +3,13 @@
  * kubedirector.hpe.com/kdcluster=<cluster> and kubedirector.hpe.com/role=<role>, whoever created them;
  * pods being deleted are not members any more.
  */
-import { assignNodeIds, compareMemberNames, readNodeIdState, type NodeIdState } from './node-ids.js';
+import {
+  assignNodeIds,
+  compareMemberNames,
+  readNodeIdState,
+  statefulSetRetention,
+  type NodeIdState,
+} from './node-ids.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from './types.js';
 
 export interface Member {
@@ -61,8 +67,8 @@ export function membersOf(
     .filter((p) => isMemberOf(p, name) && (p.metadata.namespace ?? ns) === ns)
     .map((p) => ({ pod: p, podName: p.metadata.name ?? '', role: p.metadata.labels![LABEL_ROLE]! }))
     .sort((a, b) => byRole(a.role, b.role) || compareMemberNames(a.podName, b.podName));
-  const ids = assignNodeIds(
-    readNodeIdState(cluster.status),
+  const ids = nodeIdsOf(
+    cluster,
     found.map((f) => f.podName),
   ).nodeIDs;
   return found
@@ -81,13 +87,25 @@ export function membersOf(
     });
 }
 
-/** The node id state to keep in status for `members` (as membersOf numbered them). */
+/** Node ids for the members `pods` (pod names, in the order new members are numbered). */
+export function nodeIdsOf(cluster: KDCluster, pods: string[]): NodeIdState {
+  return assignNodeIds(readNodeIdState(cluster.status), pods, retention(cluster));
+}
+
+/** The node id state to keep in status once `members` (membersOf's result) carry their ids. */
 export function nodeIdStateOf(cluster: KDCluster, members: Member[]): NodeIdState {
-  const nodeIDs = Object.fromEntries(
-    [...members].sort((a, b) => cmp(a.pod, b.pod)).map((m) => [m.pod, Number(m.id)] as const),
+  const stored = readNodeIdState(cluster.status);
+  const ids = Object.fromEntries(members.map((m) => [m.pod, Number(m.id)] as const));
+  const lastNodeID = Math.max(stored.lastNodeID, ...Object.values(ids));
+  return assignNodeIds(
+    { lastNodeID, nodeIDs: { ...stored.nodeIDs, ...ids } },
+    members.map((m) => m.pod),
+    retention(cluster),
   );
-  const last = Math.max(readNodeIdState(cluster.status).lastNodeID, 0, ...Object.values(nodeIDs));
-  return { lastNodeID: last, nodeIDs };
+}
+
+function retention(cluster: KDCluster): (pod: string) => boolean {
+  return statefulSetRetention((cluster.spec?.roles ?? []).map((r) => (typeof r?.members === 'number' ? r.members : 0)));
 }
 
 function cmp(a: string | undefined, b: string | undefined): number {

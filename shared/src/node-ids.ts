@@ -54,15 +54,39 @@ export function compareMemberNames(a: string, b: string): number {
 
 /**
  * The ids of `members` (pod names, in the order new ones are to be numbered): kept ids stay, new
- * members get lastNodeID + 1, + 2, …; members that left drop out of the map but their ids are not
- * handed out again.
+ * members get lastNodeID + 1, + 2, …. A member that left keeps its id in the map while `retain` says
+ * it may come back under its name (a restarting StatefulSet pod); otherwise its id is dropped — and
+ * never handed out again.
  */
-export function assignNodeIds(previous: NodeIdState, members: string[]): NodeIdState {
+export function assignNodeIds(
+  previous: NodeIdState,
+  members: string[],
+  retain: (pod: string) => boolean = () => false,
+): NodeIdState {
   let last = previous.lastNodeID;
   const nodeIDs: Record<string, number> = {};
   for (const pod of members) {
     if (Object.hasOwn(nodeIDs, pod)) continue;
     nodeIDs[pod] = Object.hasOwn(previous.nodeIDs, pod) ? previous.nodeIDs[pod]! : ++last;
   }
-  return { lastNodeID: last, nodeIDs };
+  for (const [pod, id] of Object.entries(previous.nodeIDs)) {
+    if (!Object.hasOwn(nodeIDs, pod) && retain(pod)) nodeIDs[pod] = id;
+  }
+  return {
+    lastNodeID: last,
+    nodeIDs: Object.fromEntries(Object.entries(nodeIDs).sort(([x], [y]) => (x < y ? -1 : 1))),
+  };
+}
+
+/**
+ * `retain` for a cluster: a departed pod named like a StatefulSet member (`<name>-<ordinal>`) whose
+ * ordinal is below the largest declared role size is expected back under its name (KubeDirector keeps a
+ * member, and its id, until the role shrinks). Other names are released when the pod goes.
+ */
+export function statefulSetRetention(declaredSizes: number[]): (pod: string) => boolean {
+  const max = Math.max(0, ...declaredSizes.filter((n) => Number.isSafeInteger(n)));
+  return (pod) => {
+    const m = /-(\d+)$/.exec(pod);
+    return m !== null && Number(m[1]) < max;
+  };
 }

@@ -1,7 +1,14 @@
 /** Stable node ids (KubeDirector's rule): kept for life, next unused for new members, never reused. */
 import { describe, expect, it } from '@jest/globals';
 import { membersOf, nodeIdStateOf } from '../src/members.js';
-import { assignNodeIds, compareMemberNames, readNodeIdState, type NodeIdState } from '../src/node-ids.js';
+import {
+  assignNodeIds,
+  compareMemberNames,
+  readNodeIdState,
+  statefulSetRetention,
+  type NodeIdState,
+} from '../src/node-ids.js';
+import type { KDCluster } from '../src/types.js';
 import { app, cluster, pod } from './fixtures.js';
 
 const EMPTY: NodeIdState = { lastNodeID: 0, nodeIDs: {} };
@@ -81,5 +88,35 @@ describe('membersOf with stored ids', () => {
     for (const m of first) if (m.pod !== 'kafka-4') expect(byPod[m.pod]).toBe(m.id);
     expect(byPod['kafka-11']).toBe('12');
     expect(nodeIdStateOf(scaled, second).lastNodeID).toBe(12);
+  });
+});
+
+describe('a departed member keeps its id while it may come back under its name', () => {
+  const kafka = app('kafka', { roles: [{ id: 'broker' }] });
+  const c = cluster('kafka', 'kafka', { roles: [{ id: 'broker', members: 3 }] });
+  const brokers = (ns: number[]) => ns.map((i) => pod(`kafka-${i}`, 'kafka', 'broker'));
+
+  it('a restarting StatefulSet pod (ordinal below the declared size) gets its id back', () => {
+    const first = nodeIdStateOf(c, membersOf(c, kafka, brokers([0, 1, 2])));
+    // kafka-1 is gone for a moment (deleted, not yet recreated): its id stays reserved.
+    const during: KDCluster = { ...c, status: { ...first } };
+    const gone = nodeIdStateOf(during, membersOf(during, kafka, brokers([0, 2])));
+    expect(gone.nodeIDs).toEqual(first.nodeIDs);
+    const back: KDCluster = { ...c, status: { ...gone } };
+    expect(membersOf(back, kafka, brokers([0, 1, 2])).map((m) => m.id)).toEqual(['1', '2', '3']);
+  });
+
+  it('after a shrink the ordinal is past the declared size: the id is released and never reused', () => {
+    const first = nodeIdStateOf(c, membersOf(c, kafka, brokers([0, 1, 2])));
+    const shrunk = cluster('kafka', 'kafka', { roles: [{ id: 'broker', members: 2 }], status: { ...first } });
+    const after = nodeIdStateOf(shrunk, membersOf(shrunk, kafka, brokers([0, 1])));
+    expect(after).toEqual({ lastNodeID: 3, nodeIDs: { 'kafka-0': 1, 'kafka-1': 2 } });
+    const grown = cluster('kafka', 'kafka', { roles: [{ id: 'broker', members: 3 }], status: { ...after } });
+    expect(membersOf(grown, kafka, brokers([0, 1, 2])).map((m) => m.id)).toEqual(['1', '2', '4']);
+  });
+
+  it('statefulSetRetention keeps only ordinals below the largest declared size', () => {
+    const keep = statefulSetRetention([2, 5]);
+    expect(['a-0', 'a-4', 'a-5', 'random-abcde', 'x'].filter(keep)).toEqual(['a-0', 'a-4']);
   });
 });
