@@ -349,12 +349,12 @@ function kdWorld(c: Case): KdWorld {
     configMaps: Object.fromEntries(c.configMaps.map((m) => [m.metadata.name!, m])),
     secrets: Object.fromEntries(
       c.secrets.map((s) => {
-        const built = secret(s.name, s.type, s.plain, {
-          withValues: true,
-          labels: s.labels,
-          annotations: s.annotations,
-        });
-        return [s.name, { metadata: built.metadata, data: built.data }];
+        // KubeDirector reads the whole Secret: data as the API server returns it (base64).
+        const { metadata } = secret(s.name, s.type, s.plain, { labels: s.labels, annotations: s.annotations });
+        const data = Object.fromEntries(
+          Object.entries(s.plain).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+        );
+        return [s.name, { metadata, data }];
       }),
     ),
   };
