@@ -3,13 +3,23 @@
  * kubedirector.hpe.com/kdcluster=<cluster> and kubedirector.hpe.com/role=<role>, whoever created them;
  * pods being deleted are not members any more.
  */
+import {
+  assignNodeIds,
+  compareMemberNames,
+  readNodeIdState,
+  statefulSetRetention,
+  type NodeIdState,
+} from './node-ids.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from './types.js';
 
 export interface Member {
   pod: string;
   uid?: string;
   role: string;
-  /** Node id in configmeta: position in (app role order, pod name), from 1. */
+  /**
+   * Node id in configmeta: kept for life in status.nodeIDs; a new member gets the next id after
+   * status.lastNodeID (node-ids.ts).
+   */
   id: string;
   fqdn: string;
   domain: string;
@@ -33,7 +43,8 @@ export function isPodReady(pod: PodLike): boolean {
 }
 
 /**
- * The members of `cluster` among `pods`, in a stable order. A pod's DNS name follows its
+ * The members of `cluster` among `pods`, ordered by role (app role order) then node id — KubeDirector's
+ * order, where a role lists its members as they were created. A pod's DNS name follows its
  * spec.hostname/spec.subdomain (a headless Service of that name); without a subdomain the cluster's
  * name is assumed to be that Service, as KubeDirector's own headless Service would provide.
  */
@@ -51,25 +62,50 @@ export function membersOf(
     if (r && typeof r.id === 'string' && !roleOrder.has(r.id)) roleOrder.set(r.id, roleOrder.size);
   }
   const order = (role: string) => roleOrder.get(role) ?? Number.MAX_SAFE_INTEGER;
-  return pods
+  const byRole = (a: string, b: string) => order(a) - order(b) || cmp(a, b);
+  const found = pods
     .filter((p) => isMemberOf(p, name) && (p.metadata.namespace ?? ns) === ns)
-    .map((p) => ({ pod: p, role: p.metadata.labels![LABEL_ROLE]! }))
-    .sort(
-      (a, b) => order(a.role) - order(b.role) || cmp(a.role, b.role) || cmp(a.pod.metadata.name, b.pod.metadata.name),
-    )
-    .map(({ pod, role }, i) => {
-      const podName = pod.metadata.name ?? '';
+    .map((p) => ({ pod: p, podName: p.metadata.name ?? '', role: p.metadata.labels![LABEL_ROLE]! }))
+    .sort((a, b) => byRole(a.role, b.role) || compareMemberNames(a.podName, b.podName));
+  const ids = nodeIdsOf(
+    cluster,
+    found.map((f) => f.podName),
+  ).nodeIDs;
+  return found
+    .sort((a, b) => byRole(a.role, b.role) || ids[a.podName]! - ids[b.podName]!)
+    .map(({ pod, podName, role }) => {
       const domain = `${pod.spec?.subdomain || name}.${ns}.${domainSuffix}`;
       return {
         pod: podName,
         uid: pod.metadata.uid,
         role,
-        id: String(i + 1),
+        id: String(ids[podName]),
         fqdn: `${pod.spec?.hostname || podName}.${domain}`,
         domain,
         ready: isPodReady(pod),
       };
     });
+}
+
+/** Node ids for the members `pods` (pod names, in the order new members are numbered). */
+export function nodeIdsOf(cluster: KDCluster, pods: string[]): NodeIdState {
+  return assignNodeIds(readNodeIdState(cluster.status), pods, retention(cluster));
+}
+
+/** The node id state to keep in status once `members` (membersOf's result) carry their ids. */
+export function nodeIdStateOf(cluster: KDCluster, members: Member[]): NodeIdState {
+  const stored = readNodeIdState(cluster.status);
+  const ids = Object.fromEntries(members.map((m) => [m.pod, Number(m.id)] as const));
+  const lastNodeID = Math.max(stored.lastNodeID, ...Object.values(ids));
+  return assignNodeIds(
+    { lastNodeID, nodeIDs: { ...stored.nodeIDs, ...ids } },
+    members.map((m) => m.pod),
+    retention(cluster),
+  );
+}
+
+function retention(cluster: KDCluster): (pod: string) => boolean {
+  return statefulSetRetention((cluster.spec?.roles ?? []).map((r) => (typeof r?.members === 'number' ? r.members : 0)));
 }
 
 function cmp(a: string | undefined, b: string | undefined): number {

@@ -13,7 +13,7 @@ import { sha256Hex } from './hash.js';
 import { sectionPatch, setAnnotationsPatch, type PatchOp } from './json-patch.js';
 import type { EventInput } from './k8s/event-recorder.js';
 import { appSearchDescription, type ResolvedApp } from './lookup.js';
-import type { Member } from './members.js';
+import { nodeIdStateOf, type Member } from './members.js';
 import { renderConfigMetaForMembers, renderConnections, type RenderOptions } from './render-configmeta.js';
 import type { ResolvedConnections } from './resolve-connections.js';
 import type { CachedPod } from './trim-object.js';
@@ -89,7 +89,7 @@ function planDelivery(
   generator: number,
   opts: PlanOptions,
 ): Omit<ReconcilePlan, 'bump' | 'appProblem'> {
-  const connections = renderConnections(o.resolved.connected, opts);
+  const connections = renderConnections(o.resolved.connected, opts, o.cluster.spec?.connections);
   const docs = renderConfigMetaForMembers(o.cluster, own.app, o.members, connections);
   const byName = new Map(o.pods.map((p) => [p.metadata.name ?? '', p]));
   const synced: string[] = [];
@@ -176,7 +176,7 @@ export function planStatus(
   delivery: Delivery | undefined,
 ): PatchOp[] {
   const previous: KDClusterStatus = o.cluster.status ?? {};
-  const desired = buildStatus({
+  const built = buildStatus({
     previous,
     generation: cluster.metadata.generation,
     ...(appProblem ? { appProblem } : {}),
@@ -186,6 +186,8 @@ export function planStatus(
     ...(delivery ? { delivery } : {}),
     now: o.now,
   });
+  // Node ids are kept for life: the ids the members were rendered with are recorded with the rest.
+  const desired: KDClusterStatus = { ...built, ...nodeIdStateOf(o.cluster, o.members) };
   const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
   if (same(previous, desired)) return [];
   return sectionPatch(cluster.metadata, 'status', cluster.status as Record<string, unknown> | undefined, desired, same);

@@ -1,12 +1,12 @@
 /**
- * configmeta (DESIGN §6): the JSON document every member pod gets, in KubeDirector's shape —
- * `version, services, nodegroups, distros, cluster, node, connections {clusters, configmaps, secrets}` —
- * with KubeDirector's bugs fixed:
+ * configmeta: the JSON document every member pod gets, exactly as KubeDirector's configmeta.go renders
+ * it — `version, services, nodegroups, distros, cluster, node, connections {clusters, configmaps, secrets}`,
+ * map keys in Go's order, endpoint strings, flavor, empty roles and Secret encodings as KubeDirector has
+ * them — except where KubeDirector is wrong (the differential test,
+ * shared/test/configmeta-differential.test.ts, lists every difference):
  * - every member appears once (KubeDirector repeated the last member of a connected role);
  * - references inside an embedded connected cluster point into that cluster (all refkeys prefixed);
- * - connected clusters carry no auth tokens and no secret keys;
- * - Secret values are redacted unless inlining was explicitly chosen; Secret names and labels stay
- *   plain strings (KubeDirector base64-encoded them as a side effect of its types);
+ * - Secret values are redacted unless inlining was explicitly chosen;
  * - kubectl's last-applied-configuration annotation is never copied (for a Secret it holds the values).
  */
 import type { Member } from './members.js';
@@ -15,9 +15,11 @@ import {
   LABEL_CM_TYPE,
   LABEL_SECRET_TYPE,
   type ConfigMapLike,
+  type Connections,
   type KDApp,
+  type KDAppService,
   type KDCluster,
-  type ResourceList,
+  type KDClusterRole,
   type SecretLike,
 } from './types.js';
 
@@ -33,8 +35,9 @@ export interface ServiceEntry {
   global_id: string;
   fqdns: RefKey;
   exported_service: string;
-  endpoints: string[];
-  authToken?: string;
+  /** null when the service has no endpoint port, as in KubeDirector. */
+  endpoints: string[] | null;
+  authToken: string;
 }
 
 export interface RoleEntry {
@@ -55,6 +58,8 @@ export interface NodeEntry {
   domain: string;
   distro_id: string;
   depends_on: Record<string, RefKey>;
+  /** Only for members of a role with block storage (KubeDirector omits the key otherwise). */
+  block_device_paths?: string[];
 }
 
 export interface ClusterSection {
@@ -74,10 +79,10 @@ export interface ClusterSection {
 }
 
 export interface ConnectedObjectEntry {
-  metadata: { name: string };
-  labels: Record<string, string>;
   annotations: Record<string, string> | null;
   data: Record<string, string> | null;
+  labels: Record<string, string>;
+  metadata: { name: string };
   /** Secrets only: true when values were left out. */
   redacted?: boolean;
 }
@@ -122,54 +127,98 @@ const NODEGROUP = '1';
 
 const ref = (prefix: string[], ...path: string[]): RefKey => ({ bdvlibrefkey: [...prefix, ...path] });
 
-/** MiB from a Kubernetes quantity ("2Gi", "512Mi", "1G", 1073741824). */
+/**
+ * A map with its keys in the order Go's encoding/json writes them (byte order). configcli lists a map's
+ * keys in file order (`configcli -g nodegroups.1.roles`), so the order is observable. Integer-like keys
+ * ("7", "10") are the exception: JavaScript objects always iterate them first, in numeric order.
+ */
+export function goMap<T>(entries: Iterable<[string, T]>): Record<string, T> {
+  const list = [...entries].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return Object.fromEntries(list);
+}
+
+/** MiB from a Kubernetes memory quantity, as KubeDirector computes it: bytes rounded up, then MiB floored. */
 export function memoryMiB(q: string | number | undefined): string {
-  const bytes = quantityValue(q);
-  return bytes === undefined ? 'n/a' : String(Math.round(bytes / (1024 * 1024)));
+  const v = parseQuantity(q);
+  if (!v) return '0';
+  return String(ceilDiv(v.num, v.den) / 2n ** 20n);
 }
 
-/** Whole cores, rounded up, from a CPU quantity ("500m" → 1). */
+/** Whole cores from a CPU quantity, rounded up ("500m" → 1), as KubeDirector computes it. */
 export function cores(q: string | number | undefined): string {
-  const v = quantityValue(q);
-  return v === undefined ? 'n/a' : String(Math.ceil(v - 1e-9));
+  const v = parseQuantity(q);
+  return v ? String(ceilDiv(v.num, v.den)) : '0';
 }
 
-const SUFFIX: Record<string, number> = {
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-  n: 1e-9,
-  u: 1e-6,
-  m: 1e-3,
-  '': 1,
-  k: 1e3,
-  K: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-};
+const BINARY: Record<string, bigint> = { Ki: 10n, Mi: 20n, Gi: 30n, Ti: 40n, Pi: 50n, Ei: 60n };
+const DECIMAL: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
 
-function quantityValue(q: string | number | undefined): number | undefined {
-  if (typeof q === 'number') return Number.isFinite(q) ? q : undefined;
-  if (typeof q !== 'string') return undefined;
-  const m = /^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]{0,2})\s*$/.exec(q);
-  if (!m || !(m[2]! in SUFFIX)) return undefined;
-  return Number(m[1]) * SUFFIX[m[2]!]!;
+/**
+ * A Kubernetes quantity as an exact fraction num/den (den > 0), or undefined when absent or not a
+ * quantity. Exact arithmetic: "1000m" must be exactly one core. Negative values count as absent.
+ */
+export function parseQuantity(q: string | number | undefined): { num: bigint; den: bigint } | undefined {
+  const text = typeof q === 'number' ? (Number.isFinite(q) ? String(q) : '') : q;
+  if (typeof text !== 'string') return undefined;
+  const m = /^\+?([0-9]*)(?:\.([0-9]*))?(?:([eE])([-+]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$/.exec(text.trim());
+  if (!m || (m[1] === '' && (m[2] ?? '') === '')) return undefined;
+  const frac = m[2] ?? '';
+  let num = BigInt((m[1] || '0') + frac);
+  let den = 10n ** BigInt(frac.length);
+  let exp = 0;
+  if (m[3]) exp = Number(m[4]);
+  else if (m[5] && m[5] in BINARY) num *= 2n ** BINARY[m[5]]!;
+  else exp = DECIMAL[m[5] ?? '']!;
+  if (Math.abs(exp) > 100) return undefined;
+  if (exp >= 0) num *= 10n ** BigInt(exp);
+  else den *= 10n ** BigInt(-exp);
+  return { num, den };
 }
 
-function roleResources(cluster: KDCluster, role: string): ResourceList {
-  const r = (cluster.spec?.roles ?? []).find((x) => x?.id === role)?.resources;
-  return { ...(r?.requests ?? {}), ...(r?.limits ?? {}) };
+function ceilDiv(a: bigint, b: bigint): bigint {
+  return (a + b - 1n) / b;
+}
+
+function roleSpec(cluster: KDCluster, role: string): KDClusterRole | undefined {
+  return (cluster.spec?.roles ?? []).find((x) => x?.id === role);
 }
 
 function servicesOfRole(app: KDApp, role: string): string[] {
-  const rs = app.spec?.config?.roleServices ?? [];
-  return rs.find((x) => x?.roleID === role)?.serviceIDs ?? [];
+  // Every roleServices entry of the role counts, in order, as KubeDirector reads them.
+  return (app.spec?.config?.roleServices ?? [])
+    .filter((x) => x?.roleID === role)
+    .flatMap((x) => (Array.isArray(x.serviceIDs) ? x.serviceIDs : []));
+}
+
+/**
+ * A service's endpoint strings, as KubeDirector forms them: `<urlScheme>://<fqdn>:<port>` (so
+ * `"://host:port"` without a scheme), the endpoint's path never appended; `null` without a port.
+ */
+export function endpointsOf(svc: KDAppService, fqdns: string[]): string[] | null {
+  const ep = svc.endpoint;
+  if (!ep || ep.port === undefined || ep.port === null || fqdns.length === 0) return null;
+  return fqdns.map((f) => `${ep.urlScheme ?? ''}://${f}:${ep.port}`);
+}
+
+/**
+ * Block device paths of a member of `role`, as KubeDirector assigns them from the role's blockStorage:
+ * `<pathPrefix><i>` for i below numDevices. Undefined when the role has none (the key is then left out).
+ */
+export function blockDevicePaths(cluster: KDCluster, role: string): string[] | undefined {
+  const bs = roleSpec(cluster, role)?.blockStorage as { pathPrefix?: unknown; numDevices?: unknown } | undefined;
+  if (!bs || typeof bs.pathPrefix !== 'string' || typeof bs.numDevices !== 'number') return undefined;
+  const n = Math.max(0, Math.floor(bs.numDevices));
+  return n > 0 ? Array.from({ length: n }, (_, i) => `${bs.pathPrefix as string}${i}`) : undefined;
+}
+
+/**
+ * The roles configmeta lists services for: the roles the cluster declares plus any role a member pod
+ * carries (KubeDirector lists a declared role's services even when it has no member yet).
+ */
+function listedRoles(cluster: KDCluster, members: Member[]): string[] {
+  const roles = (cluster.spec?.roles ?? []).map((r) => r?.id).filter((x): x is string => typeof x === 'string');
+  for (const m of members) if (!roles.includes(m.role)) roles.push(m.role);
+  return roles;
 }
 
 /** The part of configmeta that describes one cluster; `prefix` roots its references (embedded clusters). */
@@ -177,71 +226,80 @@ export function renderClusterSection(
   cluster: KDCluster,
   app: KDApp,
   members: Member[],
-  opts: { prefix?: string[]; withAuthTokens?: boolean } = {},
+  opts: { prefix?: string[] } = {},
 ): ClusterSection {
   const prefix = opts.prefix ?? [];
   const spec = app.spec ?? {};
   const distroId = spec.distroID ?? '';
-  const appServices = new Map((spec.services ?? []).filter((s) => s && typeof s.id === 'string').map((s) => [s.id, s]));
+  const appServices = (spec.services ?? []).filter((s) => s && typeof s.id === 'string');
+  const byId = new Map(appServices.map((s) => [s.id, s]));
+  const roles = listedRoles(cluster, members);
 
-  // Roles: those the cluster declares (in app order), plus any role a member pod carries.
-  const declared = new Set(
-    (cluster.spec?.roles ?? []).map((r) => r?.id).filter((x): x is string => typeof x === 'string'),
-  );
-  const appOrder = (spec.roles ?? []).map((r) => r?.id).filter((x): x is string => typeof x === 'string');
-  const roles = [
-    ...appOrder.filter((r) => declared.has(r)),
-    ...[...declared].filter((r) => !appOrder.includes(r)).sort(),
-  ];
-  for (const m of members) if (!roles.includes(m.role)) roles.push(m.role);
-
+  // services.<id>.1.<role>: app service order, every listed role whose roleServices name the service.
   const services: ClusterSection['services'] = {};
-  const roleEntries: Record<string, RoleEntry> = {};
-  for (const role of roles) {
-    const rm = members.filter((m) => m.role === role);
-    const fqdns = rm.map((m) => m.fqdn);
-    const res = roleResources(cluster, role);
-    const svcEntries: Record<string, ServiceEntry> = {};
-    for (const sid of servicesOfRole(app, role)) {
-      const svc = appServices.get(sid);
-      if (!svc) continue;
-      const ep = svc.endpoint;
-      const endpoints = ep
-        ? fqdns.map((f) => (ep.urlScheme ? `${ep.urlScheme}://${f}:${ep.port}${ep.path ?? ''}` : `${f}:${ep.port}`))
-        : [];
-      svcEntries[sid] = {
-        qualifiers: [],
-        name: svc.label?.name ?? sid,
-        id: sid,
-        hostnames: ref(prefix, 'nodegroups', NODEGROUP, 'roles', role, 'hostnames'),
-        global_id: `${NODEGROUP}_${role}_${sid}`,
-        fqdns: ref(prefix, 'nodegroups', NODEGROUP, 'roles', role, 'fqdns'),
-        exported_service: typeof svc.exported_service === 'string' ? svc.exported_service : '',
-        endpoints,
-        ...(opts.withAuthTokens ? { authToken: '' } : {}),
-      };
-      (services[sid] ??= {})[NODEGROUP] ??= {};
-      services[sid]![NODEGROUP]![role] = ref(prefix, 'nodegroups', NODEGROUP, 'roles', role, 'services', sid);
-    }
-    roleEntries[role] = {
-      services: svcEntries,
-      node_ids: rm.map((m) => m.id),
-      hostnames: fqdns,
-      fqdns,
-      fqdn_mappings: Object.fromEntries(rm.map((m) => [m.fqdn, m.id])),
-      flavor: { storage: 'n/a', name: 'n/a', memory: memoryMiB(res.memory), description: 'n/a', cores: cores(res.cpu) },
+  for (const svc of appServices) {
+    const withIt = roles.filter((r) => servicesOfRole(app, r).includes(svc.id));
+    if (withIt.length === 0) continue;
+    services[svc.id] = {
+      [NODEGROUP]: goMap(withIt.map((r) => [r, ref(prefix, 'nodegroups', NODEGROUP, 'roles', r, 'services', svc.id)])),
     };
   }
 
+  // nodegroups.1.roles.<role>: only roles with members (KubeDirector leaves empty roles out).
+  const roleEntries: [string, RoleEntry][] = [];
+  for (const role of roles) {
+    const rm = members.filter((m) => m.role === role);
+    if (rm.length === 0) continue;
+    const fqdns = rm.map((m) => m.fqdn);
+    const limits = roleSpec(cluster, role)?.resources?.limits ?? {};
+    const svcEntries: [string, ServiceEntry][] = [];
+    for (const sid of servicesOfRole(app, role)) {
+      const svc = byId.get(sid);
+      if (!svc) continue;
+      svcEntries.push([
+        sid,
+        {
+          qualifiers: [],
+          name: svc.label?.name ?? '',
+          id: sid,
+          hostnames: ref(prefix, 'nodegroups', NODEGROUP, 'roles', role, 'hostnames'),
+          global_id: `${NODEGROUP}_${role}_${sid}`,
+          fqdns: ref(prefix, 'nodegroups', NODEGROUP, 'roles', role, 'fqdns'),
+          exported_service: typeof svc.exported_service === 'string' ? svc.exported_service : '',
+          endpoints: endpointsOf(svc, fqdns),
+          // KubeDirector's token is one it generated itself; none exists here, and none is invented.
+          authToken: '',
+        },
+      ]);
+    }
+    roleEntries.push([
+      role,
+      {
+        services: goMap(svcEntries),
+        node_ids: rm.map((m) => m.id),
+        hostnames: fqdns,
+        fqdns,
+        fqdn_mappings: goMap(rm.map((m) => [m.fqdn, m.id])),
+        flavor: {
+          storage: 'n/a',
+          name: 'n/a',
+          memory: memoryMiB(limits.memory),
+          description: 'n/a',
+          cores: cores(limits.cpu),
+        },
+      },
+    ]);
+  }
+
   return {
-    version: String(spec.configSchemaVersion ?? ''),
-    services,
+    version: String(spec.configSchemaVersion ?? 0),
+    services: goMap(Object.entries(services)),
     nodegroups: {
       [NODEGROUP]: {
-        roles: roleEntries,
+        roles: goMap(roleEntries),
         distro_id: distroId,
         catalog_entry_version: spec.version ?? '',
-        config_metadata: spec.config?.configMeta ?? null,
+        config_metadata: spec.config?.configMeta ? goMap(Object.entries(spec.config.configMeta)) : null,
       },
     },
     distros: { [distroId]: { [NODEGROUP]: ref(prefix, 'nodegroups', NODEGROUP) } },
@@ -254,7 +312,10 @@ export function renderClusterSection(
   };
 }
 
-/** A connected cluster as another cluster's configmeta embeds it: one hop deep, no node, no tokens. */
+/**
+ * A connected cluster as another cluster's configmeta embeds it: one hop deep, no node. Its services keep
+ * KubeDirector's `authToken` key (empty: no token exists here).
+ */
 export function renderEmbeddedCluster(c: ConnectedCluster): EmbeddedCluster {
   return {
     ...renderClusterSection(c.cluster, c.app, c.members, { prefix: ['connections', 'clusters', c.name] }),
@@ -265,59 +326,82 @@ export function renderEmbeddedCluster(c: ConnectedCluster): EmbeddedCluster {
 
 function keptAnnotations(a: Record<string, string> | undefined): Record<string, string> | null {
   if (!a) return null;
-  return Object.fromEntries(
-    Object.entries(a)
-      .filter(([k]) => !isDroppedAnnotation(k))
-      .sort(([x], [y]) => (x < y ? -1 : 1)),
-  );
+  return goMap(Object.entries(a).filter(([k]) => !isDroppedAnnotation(k)));
 }
 
+/** A Go []byte as encoding/json writes it: standard base64 of the UTF-8 bytes. */
+export function goBytes(text: string): string {
+  return Buffer.from(text, 'utf8').toString('base64');
+}
+
+const goBytesMap = (m: Record<string, string>): Record<string, string> =>
+  goMap(Object.entries(m).map(([k, v]) => [k, goBytes(v)]));
+
+// Entries are Go maps in KubeDirector, so their keys come out sorted: annotations, data, labels, metadata.
 export function renderConfigMapEntry(cm: ConfigMapLike): ConnectedObjectEntry {
   return {
-    metadata: { name: cm.metadata.name ?? '' },
-    labels: { ...(cm.metadata.labels ?? {}) },
     annotations: keptAnnotations(cm.metadata.annotations),
-    data: cm.data ? { ...cm.data } : null,
+    data: cm.data ? goMap(Object.entries(cm.data)) : null,
+    labels: goMap(Object.entries(cm.metadata.labels ?? {})),
+    metadata: { name: cm.metadata.name ?? '' },
   };
 }
 
+/** Name, label and annotation values are Go []byte in KubeDirector's Secret entry, hence base64. */
 export function renderSecretEntry(s: SecretLike, opts: RenderOptions): ConnectedObjectEntry {
   const inline = opts.inlineSecretValues === true && s.data !== undefined;
   const keys = [...s.keys].sort();
   return {
-    metadata: { name: s.metadata.name ?? '' },
-    labels: { ...(s.metadata.labels ?? {}) },
-    annotations: keptAnnotations(s.metadata.annotations) ?? {},
+    annotations: goBytesMap(keptAnnotations(s.metadata.annotations) ?? {}),
     data: Object.fromEntries(keys.map((k) => [k, inline ? (s.data![k] ?? '') : ''])),
+    labels: goBytesMap(s.metadata.labels ?? {}),
+    metadata: { name: goBytes(s.metadata.name ?? '') },
     ...(inline ? {} : { redacted: true }),
   };
 }
 
+/**
+ * Entries grouped by their type label, each group in the order the cluster's spec lists the objects
+ * (configcli merges a group in order, the last one winning, so the order decides which value an app
+ * reads). `order` is that spec list; objects it does not name follow, by name.
+ */
 function groupBy<T extends { metadata: { name?: string; labels?: Record<string, string> } }>(
   items: T[],
   label: string,
   render: (t: T) => ConnectedObjectEntry,
+  order: string[] | undefined,
 ): Record<string, ConnectedObjectEntry[]> {
-  const out: Record<string, ConnectedObjectEntry[]> = {};
-  const sorted = [...items].sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
-  for (const item of sorted) {
+  const out: [string, ConnectedObjectEntry[]][] = [];
+  const at = (t: T) => {
+    const i = (order ?? []).indexOf(t.metadata.name ?? '');
+    return i < 0 ? Number.MAX_SAFE_INTEGER : i;
+  };
+  const byName = (a: T, b: T) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1);
+  for (const item of [...items].sort((a, b) => at(a) - at(b) || byName(a, b))) {
     const group = item.metadata.labels?.[label];
     if (group === undefined) continue; // unlabeled objects are never rendered (fail closed)
-    (out[group] ??= []).push(render(item));
+    const list = out.find(([g]) => g === group)?.[1];
+    if (list) list.push(render(item));
+    else out.push([group, [render(item)]]);
   }
-  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return goMap(out);
 }
 
-export function renderConnections(connected: ConnectedObjects, opts: RenderOptions = {}): ConfigMetaConnections {
-  const clusters = [...connected.clusters].sort((a, b) => (a.name < b.name ? -1 : 1));
+/** `order`: the cluster's spec.connections, which fixes the order of ConfigMaps (and Secrets) of one type. */
+export function renderConnections(
+  connected: ConnectedObjects,
+  opts: RenderOptions = {},
+  order?: Connections,
+): ConfigMetaConnections {
   return {
-    clusters: Object.fromEntries(clusters.map((c) => [c.name, renderEmbeddedCluster(c)])),
-    configmaps: groupBy(connected.configmaps, LABEL_CM_TYPE, renderConfigMapEntry),
-    secrets: groupBy(connected.secrets, LABEL_SECRET_TYPE, (s) => renderSecretEntry(s, opts)),
+    clusters: goMap(connected.clusters.map((c) => [c.name, renderEmbeddedCluster(c)])),
+    configmaps: groupBy(connected.configmaps, LABEL_CM_TYPE, renderConfigMapEntry, order?.configmaps),
+    secrets: groupBy(connected.secrets, LABEL_SECRET_TYPE, (s) => renderSecretEntry(s, opts), order?.secrets),
   };
 }
 
-export function renderNode(app: KDApp, m: Member): NodeEntry {
+export function renderNode(cluster: KDCluster, app: KDApp, m: Member): NodeEntry {
+  const paths = blockDevicePaths(cluster, m.role);
   return {
     role_id: m.role,
     nodegroup_id: NODEGROUP,
@@ -327,6 +411,7 @@ export function renderNode(app: KDApp, m: Member): NodeEntry {
     domain: m.domain,
     distro_id: app.spec?.distroID ?? '',
     depends_on: {},
+    ...(paths ? { block_device_paths: paths } : {}),
   };
 }
 
@@ -340,10 +425,10 @@ export function renderConfigMetaForMembers(
   members: Member[],
   connections: ConfigMetaConnections,
 ): Map<string, string> {
-  const section = renderClusterSection(cluster, app, members, { withAuthTokens: true });
+  const section = renderClusterSection(cluster, app, members);
   const out = new Map<string, string>();
   for (const m of members) {
-    const doc: ConfigMeta = { ...section, node: renderNode(app, m), connections };
+    const doc: ConfigMeta = { ...section, node: renderNode(cluster, app, m), connections };
     out.set(m.pod, JSON.stringify(doc));
   }
   return out;

@@ -159,6 +159,10 @@ export interface MembersStatus {
 export interface KDClusterStatus {
   observedGeneration?: number;
   lastConfigMetaGenerator?: number;
+  /** The highest node id ever given to a member (KubeDirector's field); ids are never reused. */
+  lastNodeID?: number;
+  /** Member pod name → its node id, kept for the member's life. */
+  nodeIDs?: Record<string, number>;
   connectionsHash?: string;
   connections?: ConnectionStatus[];
   members?: MembersStatus;

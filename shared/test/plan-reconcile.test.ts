@@ -173,4 +173,15 @@ describe('deliveryOutcome and planStatus', () => {
     const after = { ...o, cluster: { ...o.cluster, status } };
     expect(planStatus(after.cluster, after, undefined, delivery)).toEqual([]);
   });
+
+  it('records the node ids the members were rendered with, behind the identity preconditions', async () => {
+    const o = await observe();
+    const plan = planReconcile(o, OPTS);
+    const { delivery } = deliveryOutcome(plan, { written: ['kdss-nb-0'], failed: {} }, o);
+    const ops = planStatus(o.cluster, o, undefined, delivery);
+    expect(ops[0]).toMatchObject({ op: 'test', path: '/metadata/uid' });
+    const status = (ops.find((op) => op.op !== 'test' && op.path === '/status') as { value: KDCluster['status'] })
+      ?.value;
+    expect(status).toMatchObject({ lastNodeID: 1, nodeIDs: { 'kdss-nb-0': 1 } });
+  });
 });

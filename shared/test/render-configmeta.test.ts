@@ -11,7 +11,9 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ANNOTATIONS_SIZE_LIMIT, annotationsSize } from '../src/annotation-size.js';
 import {
+  blockDevicePaths,
   cores,
+  endpointsOf,
   memoryMiB,
   renderClusterSection,
   renderConfigMapEntry,
@@ -32,6 +34,8 @@ function golden(name: string, actual: unknown): void {
   if (!existsSync(path)) throw new Error(`golden file ${path} is missing: run with UPDATE_GOLDEN=1 and review it`);
   expect(actual).toEqual(JSON.parse(readFileSync(path, 'utf8')));
 }
+
+const EMPTY = { clusters: [], configmaps: [], secrets: [] };
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -81,7 +85,8 @@ describe('configmeta: KubeDirector bugs are fixed', () => {
     const { docs } = await render(scenario());
     const doc = JSON.parse(docs.get('kdss-nb-0')!);
     const roles = doc.connections.clusters.training.nodegroups['1'].roles;
-    expect(Object.keys(roles)).toEqual(['RESTServer', 'LoadBalancer']);
+    // Role keys in Go's map order, as KubeDirector writes them.
+    expect(Object.keys(roles)).toEqual(['LoadBalancer', 'RESTServer']);
     expect(roles.RESTServer.fqdns).toEqual([
       'kdss-tr-0.kdhs-tr.ml.svc.cluster.local',
       'kdss-tr-1.kdhs-tr.ml.svc.cluster.local',
@@ -118,11 +123,13 @@ describe('configmeta: KubeDirector bugs are fixed', () => {
     }
   });
 
-  it('embedded clusters carry no auth tokens, no secret keys, no node, and are one hop deep', async () => {
+  it('embedded clusters keep the (empty) authToken key, carry no secret keys, no node, and are one hop deep', async () => {
     const { docs } = await render(scenario());
     const doc = JSON.parse(docs.get('kdss-nb-0')!);
     const embedded = doc.connections.clusters.training;
-    expect(keysDeep(embedded)).not.toContain('authToken');
+    // KubeDirector renders authToken for every service, connected clusters included (configcli would
+    // raise KeyError otherwise); no token exists here, so it is empty — never invented.
+    expect(embedded.nodegroups['1'].roles.RESTServer.services['api-server'].authToken).toBe('');
     expect(keysDeep(embedded)).not.toContain('secret_keys');
     expect(embedded.node).toBeNull();
     expect(embedded.connections).toEqual({ clusters: null, configmaps: null, secrets: null });
@@ -154,9 +161,10 @@ describe('configmeta: KubeDirector bugs are fixed', () => {
       expect(text).not.toContain(v);
     }
     const entry = JSON.parse(text).connections.secrets['source-control'][0];
+    // Name and label values are base64, as KubeDirector's Go []byte fields are written.
     expect(entry).toEqual({
-      metadata: { name: 'scm-creds' },
-      labels: { 'kubedirector.hpe.com/secretType': 'source-control' },
+      metadata: { name: Buffer.from('scm-creds').toString('base64') },
+      labels: { 'kubedirector.hpe.com/secretType': Buffer.from('source-control').toString('base64') },
       annotations: {},
       data: { token: '', username: '' },
       redacted: true,
@@ -168,8 +176,8 @@ describe('configmeta: KubeDirector bugs are fixed', () => {
     const entry = JSON.parse(docs.get('kdss-nb-0')!).connections.secrets['source-control'][0];
     expect(entry.data).toEqual({ token: 'czNjcjN0', username: 'YWxpY2U=' });
     expect(entry).not.toHaveProperty('redacted');
-    // Names and labels stay plain strings (KubeDirector base64-encoded them).
-    expect(entry.metadata.name).toBe('scm-creds');
+    // The name is base64, as KubeDirector encodes it.
+    expect(Buffer.from(entry.metadata.name, 'base64').toString()).toBe('scm-creds');
   });
 });
 
@@ -248,7 +256,21 @@ describe('configmeta: per-pod node section', () => {
 });
 
 describe('configmeta pieces', () => {
-  it('ConfigMaps and Secrets are grouped by their type label, sorted by name; unlabeled ones are left out', () => {
+  it('ConfigMaps of one type follow the spec order (configcli merges them in order, the last one wins)', () => {
+    const cms = [configMap('a-model', 'model', { v: 'a' }), configMap('z-model', 'model', { v: 'z' })];
+    const conns = renderConnections(
+      { clusters: [], configmaps: cms, secrets: [] },
+      {},
+      {
+        configmaps: ['z-model', 'a-model'],
+      },
+    );
+    expect(conns.configmaps.model!.map((e) => e.metadata.name)).toEqual(['z-model', 'a-model']);
+    // Entry keys in Go's map order, as configcli lists them.
+    expect(Object.keys(conns.configmaps.model![0]!)).toEqual(['annotations', 'data', 'labels', 'metadata']);
+  });
+
+  it('without a spec order, ConfigMaps and Secrets are grouped by their type label, by name; unlabeled ones are left out', () => {
     const conns = renderConnections({
       clusters: [],
       configmaps: [
@@ -267,7 +289,7 @@ describe('configmeta pieces', () => {
     expect(conns.configmaps.model!.map((e) => e.metadata.name)).toEqual(['a-model', 'z-model']);
     expect(conns.configmaps['spark-config']![0]!.data).toBeNull();
     expect(conns.configmaps['spark-config']![0]!.annotations).toBeNull();
-    expect(conns.secrets.db!.map((e) => e.metadata.name)).toEqual(['s1', 's2']);
+    expect(conns.secrets.db!.map((e) => Buffer.from(e.metadata.name, 'base64').toString())).toEqual(['s1', 's2']);
     expect(JSON.stringify(conns)).not.toContain('plain');
     expect(JSON.stringify(conns)).not.toContain('nolabel');
   });
@@ -279,7 +301,7 @@ describe('configmeta pieces', () => {
       ),
     ).toEqual({
       metadata: { name: 'm' },
-      labels: { team: 'x', 'kubedirector.hpe.com/cmType': 'model' },
+      labels: { 'kubedirector.hpe.com/cmType': 'model', team: 'x' },
       annotations: {},
       data: { k: 'v' },
     });
@@ -296,18 +318,24 @@ describe('configmeta pieces', () => {
     });
   });
 
-  it('flavor: memory limit in MiB and cores rounded up; limits win over requests', () => {
+  it('flavor: memory limit in whole MiB (floored) and cores rounded up, from limits only, "0" without', () => {
     expect(memoryMiB('4Gi')).toBe('4096');
     expect(memoryMiB('512Mi')).toBe('512');
-    expect(memoryMiB('1G')).toBe('954');
+    expect(memoryMiB('1G')).toBe('953');
+    expect(memoryMiB('1048575')).toBe('0');
+    expect(memoryMiB('1.5Mi')).toBe('1');
+    expect(memoryMiB('2e9')).toBe('1907');
     expect(memoryMiB(1073741824)).toBe('1024');
-    expect(memoryMiB(undefined)).toBe('n/a');
-    expect(memoryMiB('lots')).toBe('n/a');
+    expect(memoryMiB(undefined)).toBe('0');
+    expect(memoryMiB('lots')).toBe('0');
     expect(cores('500m')).toBe('1');
+    expect(cores('1000m')).toBe('1');
+    expect(cores('1001m')).toBe('2');
     expect(cores('2')).toBe('2');
     expect(cores('1.5')).toBe('2');
     expect(cores(3)).toBe('3');
-    expect(cores(undefined)).toBe('n/a');
+    expect(cores('0')).toBe('0');
+    expect(cores(undefined)).toBe('0');
     const [a] = exampleApps().filter((x) => x.metadata.name === 'kafka');
     const c = cluster('k', 'kafka', {
       roles: [
@@ -328,7 +356,7 @@ describe('configmeta pieces', () => {
     });
   });
 
-  it('a declared role without members still appears, with no nodes', () => {
+  it('a declared role without members is left out of nodegroups but keeps its services entry, as in KubeDirector', () => {
     const [a] = exampleApps().filter((x) => x.metadata.name === 'spark-streaming');
     const c = cluster('s', 'spark-streaming', {
       roles: [
@@ -337,9 +365,33 @@ describe('configmeta pieces', () => {
       ],
     });
     const section = renderClusterSection(c, a!, membersOf(c, a, [pod('s-0', 's', 'controller')]));
-    expect(Object.keys(section.nodegroups['1']!.roles)).toEqual(['controller', 'worker']);
-    expect(section.nodegroups['1']!.roles.worker!.node_ids).toEqual([]);
-    expect(section.nodegroups['1']!.roles.worker!.services['spark-worker']!.endpoints).toEqual([]);
+    expect(Object.keys(section.nodegroups['1']!.roles)).toEqual(['controller']);
+    expect(Object.keys(section.services['spark-worker']!['1']!)).toEqual(['worker']);
+  });
+
+  it('endpoints: scheme://fqdn:port, never the path; "://" without a scheme; null without a port', () => {
+    const f = ['a.x.ml.svc.cluster.local', 'b.x.ml.svc.cluster.local'];
+    expect(endpointsOf({ id: 's', endpoint: { port: 80, urlScheme: 'http', path: '/ui' } }, f)).toEqual([
+      'http://a.x.ml.svc.cluster.local:80',
+      'http://b.x.ml.svc.cluster.local:80',
+    ]);
+    expect(endpointsOf({ id: 's', endpoint: { port: 22 } }, f.slice(0, 1))).toEqual(['://a.x.ml.svc.cluster.local:22']);
+    expect(endpointsOf({ id: 's' }, f)).toBeNull();
+  });
+
+  it('block_device_paths: <pathPrefix><i> for members of a role with block storage, absent otherwise', () => {
+    const [a] = exampleApps().filter((x) => x.metadata.name === 'kafka');
+    const c = cluster('k', 'kafka', {
+      roles: [{ id: 'broker', members: 1, blockStorage: { pathPrefix: '/dev/kdblock', numDevices: 2 } }],
+    });
+    expect(blockDevicePaths(c, 'broker')).toEqual(['/dev/kdblock0', '/dev/kdblock1']);
+    expect(blockDevicePaths(c, 'other')).toBeUndefined();
+    const members = membersOf(c, a, [pod('k-0', 'k', 'broker')]);
+    const doc = JSON.parse(renderConfigMetaForMembers(c, a!, members, renderConnections(EMPTY)).get('k-0')!);
+    expect(doc.node.block_device_paths).toEqual(['/dev/kdblock0', '/dev/kdblock1']);
+    const plain = cluster('k', 'kafka', { roles: [{ id: 'broker', members: 1 }] });
+    const doc2 = JSON.parse(renderConfigMetaForMembers(plain, a!, members, renderConnections(EMPTY)).get('k-0')!);
+    expect(doc2.node).not.toHaveProperty('block_device_paths');
   });
 
   it('measures annotations the way the API server limits them', () => {

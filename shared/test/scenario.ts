@@ -89,6 +89,11 @@ export async function render(s: Scenario, opts: RenderOptions = {}): Promise<Ren
   const own: ResolvedApp = { app: s.app, namespace: NS };
   const resolved = await resolveConnections(s.notebook, own, s.world, { systemNamespace: SYSTEM_NS, ...opts });
   const members = membersOf(s.notebook, s.app, await s.world.podsOf(NS, 'notebook'));
-  const docs = renderConfigMetaForMembers(s.notebook, s.app, members, renderConnections(resolved.connected, opts));
+  const docs = renderConfigMetaForMembers(
+    s.notebook,
+    s.app,
+    members,
+    renderConnections(resolved.connected, opts, s.notebook.spec.connections),
+  );
   return { resolved, members, docs };
 }

@@ -177,8 +177,9 @@ describe('a connected Secret changes', () => {
     const cm = await podConfigMeta(env, 'a-0');
     expect(cm?.doc.connections.secrets.creds).toEqual([
       {
-        metadata: { name: 'creds' },
-        labels: { 'kubedirector.hpe.com/secretType': 'creds' },
+        // Name and label values base64, as KubeDirector encodes them (Go []byte).
+        metadata: { name: Buffer.from('creds').toString('base64') },
+        labels: { 'kubedirector.hpe.com/secretType': Buffer.from('creds').toString('base64') },
         annotations: {},
         data: { token: '', user: '' },
         redacted: true,
