@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseFlags, parseLogLevel, type FlagSpec, type LogLevel } from '@kd-connections/shared';
+import { DIGEST_KEY_SECRET } from './digest-key.js';
 
 export const RECONCILER_FLAGS = {
   kubeconfig: {
@@ -37,6 +38,11 @@ export const RECONCILER_FLAGS = {
     type: 'string',
     env: 'KD_LEASE_NAMESPACE',
     help: 'namespace of the Lease; default: the pod namespace',
+  },
+  'digest-key-namespace': {
+    type: 'string',
+    env: 'KD_DIGEST_KEY_NAMESPACE',
+    help: `namespace of the Secret ${DIGEST_KEY_SECRET} (the key of the MAC over connected Secrets); default: the Lease namespace`,
   },
   'lease-duration': {
     type: 'string',
@@ -109,6 +115,7 @@ export interface ReconcilerConfig {
   leaderElect: boolean;
   leaseName: string;
   leaseNamespace: string;
+  digestKeyNamespace: string;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
@@ -147,6 +154,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     leaderElect: f['leader-elect'],
     leaseName: f['lease-name'],
     leaseNamespace: f['lease-namespace'] || podNs,
+    digestKeyNamespace: f['digest-key-namespace'] || f['lease-namespace'] || podNs,
     leaseDurationMs,
     renewDeadlineMs,
     retryPeriodMs,

@@ -1,7 +1,9 @@
 /**
  * What changed between the recorded connection states and the current ones, in words, and the events a
  * regeneration posts: on the cluster, which connection changed; on each changed object, which cluster
- * it triggered and the new generator.
+ * it triggered and the new generator. Status holds no per-Secret digest, so a change of a Secret that
+ * stays connected is told apart from nothing and named only as "a connected secret changed" (naming it
+ * would take a per-Secret digest someone could test guesses against).
  */
 import type { EventInput, EventTarget } from './k8s/event-recorder.js';
 import type { ResolvedConnections } from './resolve-connections.js';
@@ -23,6 +25,7 @@ export function describeChanges(
     const noun = `${KIND_NOUN[c.kind]} ${c.name}`;
     if (c.state === 'Connected') {
       if (!o || o.state !== 'Connected') parts.push(`connected ${noun} became available`);
+      else if (c.kind === 'Secret') continue;
       else if (o.contentHash !== c.contentHash) parts.push(`connected ${noun} changed`);
       else continue;
       changed.push(c);
@@ -33,7 +36,9 @@ export function describeChanges(
   }
   for (const o of old.values())
     if (o.state === 'Connected') parts.push(`${KIND_NOUN[o.kind]} ${o.name} is no longer connected`);
-  return { changed, text: parts.length ? parts.join(', ') : 'connected content changed' };
+  if (parts.length > 0) return { changed, text: parts.join(', ') };
+  const secretKept = after.some((c) => c.kind === 'Secret' && c.state === 'Connected');
+  return { changed, text: secretKept ? 'a connected secret changed' : 'connected content changed' };
 }
 
 export function clusterTarget(c: KDCluster): EventTarget {

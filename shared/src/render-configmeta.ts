@@ -5,8 +5,9 @@
  * - every member appears once (KubeDirector repeated the last member of a connected role);
  * - references inside an embedded connected cluster point into that cluster (all refkeys prefixed);
  * - connected clusters carry no auth tokens and no secret keys;
- * - Secret values are redacted unless inlining was explicitly chosen; Secret names and labels stay
- *   plain strings (KubeDirector base64-encoded them as a side effect of its types);
+ * - of a Secret only its name, its type label and its keys are shown (an allow-list: an annotation or
+ *   another label could quote a value); values only when inlining was explicitly chosen; names and
+ *   labels stay plain strings (KubeDirector base64-encoded them as a side effect of its types);
  * - kubectl's last-applied-configuration annotation is never copied (for a Secret it holds the values).
  */
 import type { Member } from './members.js';
@@ -284,10 +285,11 @@ export function renderConfigMapEntry(cm: ConfigMapLike): ConnectedObjectEntry {
 export function renderSecretEntry(s: SecretLike, opts: RenderOptions): ConnectedObjectEntry {
   const inline = opts.inlineSecretValues === true && s.data !== undefined;
   const keys = [...s.keys].sort();
+  const type = s.metadata.labels?.[LABEL_SECRET_TYPE];
   return {
     metadata: { name: s.metadata.name ?? '' },
-    labels: { ...(s.metadata.labels ?? {}) },
-    annotations: keptAnnotations(s.metadata.annotations) ?? {},
+    labels: type === undefined ? {} : { [LABEL_SECRET_TYPE]: type },
+    annotations: {},
     data: Object.fromEntries(keys.map((k) => [k, inline ? (s.data![k] ?? '') : ''])),
     ...(inline ? {} : { redacted: true }),
   };

@@ -82,7 +82,8 @@ describe('resolveConnections: statuses', () => {
         message:
           'secret "plain-s" lacks label kubedirector.hpe.com/secretType; add it (its value groups the Secret in configmeta) to make it connectable',
       },
-      { kind: 'Secret', name: 's', state: 'Connected', contentHash: hash16 },
+      // No per-Secret digest in status: anyone who can view the cluster could test guesses against it.
+      { kind: 'Secret', name: 's', state: 'Connected' },
     ]);
     // Only Connected objects make it into configmeta.
     expect(r.connected.clusters.map((c) => c.name)).toEqual(['spark-sys', 'training']);
@@ -163,7 +164,7 @@ describe('resolveConnections: the hash covers what pods see', () => {
     expect(await hashIn(w)).toBe(h0);
   });
 
-  it('sees Secret values only through the salted digest, never as values, and ignores metadata-only writes', async () => {
+  it('sees Secret values only through the keyed MAC, never as values, and ignores metadata-only writes', async () => {
     const base = world().addSecret(secret('s', 'db', { password: 'hunter2' }, { withValues: true }));
     const h = await hashIn(base);
     // A metadata-only write (new resourceVersion, same data and labels): no regeneration.

@@ -301,6 +301,9 @@ describe('the chart installed in url mode', () => {
       'leases.coordination.k8s.io create',
       `leases.coordination.k8s.io[${lease}] get`,
       `leases.coordination.k8s.io[${lease}] patch`,
+      // The digest key of the MAC over connected Secrets (created once, then read).
+      'secrets create',
+      'secrets[kd-connections-digest-key] get',
     ];
     const expected: [string, string, string[]][] = [
       [admissionSA, apps, admissionEverywhere],
