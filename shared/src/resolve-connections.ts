@@ -45,7 +45,7 @@ export async function resolveConnections(
   };
 
   for (const name of [...sets.clusters].sort()) {
-    const { verdict, target, targetApp } = await observeCluster(world, ns, self, name, own, opts);
+    const { verdict, target, targetApp } = await observeCluster(world, ns, self, name, own, opts, cluster.spec);
     if (verdict.state !== 'Connected' || !target || !targetApp) {
       add('Cluster', name, verdict);
       continue;

@@ -95,7 +95,11 @@ describe('resolveConnections: statuses', () => {
   it("without the cluster's own app no cluster is connectable; ConfigMaps still are", async () => {
     const r = await resolveConnections(nb({ clusters: ['training'], configmaps: ['cm'] }), undefined, world(), OPTS);
     expect(r.statuses.map((s) => [s.name, s.state, s.message])).toEqual([
-      ['training', 'NotConnectable', "this cluster's own app was not found, so connectable_to cannot be checked"],
+      [
+        'training',
+        'NotConnectable',
+        'this cluster\'s app "jupyter-notebook" was not found in namespace "ml" or in the system catalog (namespace "kd-system"), so connectable_to cannot be checked',
+      ],
       ['cm', 'Connected', undefined],
     ]);
   });
