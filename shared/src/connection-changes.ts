@@ -1,9 +1,9 @@
 /**
  * What changed between the recorded connection states and the current ones, in words, and the events a
  * regeneration posts: on the cluster, which connection changed; on each changed object, which cluster
- * it triggered and the new generator. Status holds no per-Secret digest, so a change of a Secret that
- * stays connected is told apart from nothing and named only as "a connected secret changed" (naming it
- * would take a per-Secret digest someone could test guesses against).
+ * it triggered and the new generator. Status holds no per-Secret digest (one could be tested against
+ * guesses), so Secrets that stay connected are not compared one by one: when nothing else explains a
+ * new connectionsHash, the description names the connected Secrets, one of which changed.
  */
 import type { EventInput, EventTarget } from './k8s/event-recorder.js';
 import type { ResolvedConnections } from './resolve-connections.js';
@@ -37,8 +37,13 @@ export function describeChanges(
   for (const o of old.values())
     if (o.state === 'Connected') parts.push(`${KIND_NOUN[o.kind]} ${o.name} is no longer connected`);
   if (parts.length > 0) return { changed, text: parts.join(', ') };
-  const secretKept = after.some((c) => c.kind === 'Secret' && c.state === 'Connected');
-  return { changed, text: secretKept ? 'a connected secret changed' : 'connected content changed' };
+  // Nothing else explains the change: a Secret that stayed connected changed. Which one is told only
+  // when a single one is connected, which status shows anyway.
+  const kept = after.filter((c) => c.kind === 'Secret' && c.state === 'Connected');
+  if (kept.length === 1) return { changed: kept, text: `connected secret ${kept[0]!.name} changed` };
+  if (kept.length > 1)
+    return { changed, text: `one of the connected secrets ${kept.map((c) => c.name).join(', ')} changed` };
+  return { changed, text: 'connected content changed' };
 }
 
 export function clusterTarget(c: KDCluster): EventTarget {

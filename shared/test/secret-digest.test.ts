@@ -69,9 +69,14 @@ describe('status of a cluster connected to a Secret holding a 4-digit value', ()
 });
 
 describe('describeChanges for a Secret that stays connected', () => {
-  it('says a connected secret changed, without naming it', () => {
-    const before = [{ kind: 'Secret' as const, name: 'pin', state: 'Connected' as const }];
-    expect(describeChanges(before, before)).toEqual({ changed: [], text: 'a connected secret changed' });
+  it('names the connected Secrets, one of which changed, when nothing else explains the change', () => {
+    const one = [{ kind: 'Secret' as const, name: 'pin', state: 'Connected' as const }];
+    expect(describeChanges(one, one)).toEqual({ changed: one, text: 'connected secret pin changed' });
+    const two = [...one, { kind: 'Secret' as const, name: 'token', state: 'Connected' as const }];
+    expect(describeChanges(two, two)).toEqual({
+      changed: [],
+      text: 'one of the connected secrets pin, token changed',
+    });
   });
 
   it('names the ConfigMap when one changed, and a Secret that became available', () => {

@@ -91,7 +91,7 @@ describe('a view-only user and a 4-digit Secret value', () => {
     // The material is there: a hash over the connections, the regeneration's events, the pod's configmeta.
     expect(status.connectionsHash).toMatch(/^[0-9a-f]{64}$/);
     expect(status.connections).toEqual([{ kind: 'Secret', name: 'pin', state: 'Connected' }]);
-    expect(readable).toContain('a connected secret changed');
+    expect(readable).toContain('connected secret pin changed');
     const pod = await getJson(env, ['pod', 'pinned-0']);
     const entry = JSON.parse(pod.metadata.annotations['kubedirector.hpe.com/configmeta']).connections.secrets.db[0];
     expect(entry).toEqual({
