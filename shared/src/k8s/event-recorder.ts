@@ -73,11 +73,11 @@ export class EventRecorder {
    * maxTracked, the oldest entries: both maps are in insertion order, which is time order.
    */
   private prune(now: number): void {
-    const full = this.seen.size > this.maxTracked || this.perObject.size > this.maxTracked;
-    if (!full && now - this.lastPrune < this.window / 10) return;
-    this.lastPrune = now;
-    for (const [k, t] of this.seen) if (now - t > this.window) this.seen.delete(k);
-    for (const [k, b] of this.perObject) if (now - b.since > this.window) this.perObject.delete(k);
+    if (now - this.lastPrune >= this.window / 10) {
+      this.lastPrune = now;
+      for (const [k, t] of this.seen) if (now - t > this.window) this.seen.delete(k);
+      for (const [k, b] of this.perObject) if (now - b.since > this.window) this.perObject.delete(k);
+    }
     for (const map of [this.seen, this.perObject] as Map<string, unknown>[]) {
       for (const k of map.keys()) {
         if (map.size <= this.maxTracked) break;
