@@ -114,6 +114,19 @@ describe('validate-kdcluster', () => {
     });
   });
 
+  it("refuses a cluster connection added while the cluster's own app is missing, naming the app", async () => {
+    const review = fixture('mutate-kdcluster-update-connection-added');
+    const world = exampleWorld();
+    world.apps.items.delete(`${NS}/jupyter-notebook`);
+    const object = review.request.object as { spec: { connections: { clusters: string[] } } };
+    object.spec.connections.clusters = ['kafka-events'];
+    const { response } = await run(validateKdCluster, review, world);
+    expect(response.allowed).toBe(false);
+    expect(response.status?.message).toContain(
+      `- spec.connections.clusters[0]: this cluster's app "jupyter-notebook" was not found in namespace "${NS}" or in the system catalog (namespace "kd-system"), so connectable_to cannot be checked`,
+    );
+  });
+
   it('denies lowering spec.configMetaGenerator', async () => {
     const { response } = await run(validateKdCluster, fixture('validate-kdcluster-update-lowered'));
     expect(response.allowed).toBe(false);
@@ -160,6 +173,21 @@ describe('mutate-kdcluster', () => {
     expect(patched.spec.configMetaGenerator).toBe(1);
   });
 
+  it('refuses a generator that is not a whole number (the string "5") instead of replacing it', async () => {
+    const review = fixture('mutate-kdcluster-create-with-connections');
+    (review.request.object as { spec: Record<string, unknown> }).spec.configMetaGenerator = '5';
+    const { response } = await run(mutateKdCluster, review);
+    expect(response).toEqual({
+      uid: review.request.uid,
+      allowed: false,
+      status: {
+        code: 403,
+        reason: 'Forbidden',
+        message: `KubeDirectorCluster ${NS}/${review.request.name} is not valid (1 problem):\n- spec.configMetaGenerator: must be a whole number (0 or more), not the string "5"; leave it out of manifests and the webhook sets it`,
+      },
+    });
+  });
+
   it('sends no patch and no patchType when nothing changes', async () => {
     for (const name of ['mutate-kdcluster-create-without-connections', 'mutate-kdcluster-update-reordered']) {
       const review = fixture(name);
@@ -201,6 +229,19 @@ describe('validate-kdapp', () => {
 
   it('warns, naming the clusters, when an update tightens connectable_to', async () => {
     const { response } = await run(validateKdApp, fixture('validate-kdapp-update-tightened'));
+    expect(response.allowed).toBe(true);
+    expect(response.warnings).toEqual([
+      `connectable_to of app "jupyter-notebook" now forbids 1 existing connection(s): ${NS}/notebook → cluster "spark-logs-nightly" (app "spark-streaming" (category "streaming", distroID "bluedata/spark", version "2.4.7")). They stay in the clusters' specs but are left out of configmeta (status NotConnectable) until allowed again`,
+    ]);
+  });
+
+  it('warns when an app deleted and re-created forbids connections its clusters still list', async () => {
+    const review = fixture('validate-kdapp-update-tightened');
+    review.request.operation = 'CREATE';
+    delete review.request.oldObject;
+    const world = exampleWorld();
+    world.apps.items.delete(`${NS}/jupyter-notebook`);
+    const { response } = await run(validateKdApp, review, world);
     expect(response.allowed).toBe(true);
     expect(response.warnings).toEqual([
       `connectable_to of app "jupyter-notebook" now forbids 1 existing connection(s): ${NS}/notebook → cluster "spark-logs-nightly" (app "spark-streaming" (category "streaming", distroID "bluedata/spark", version "2.4.7")). They stay in the clusters' specs but are left out of configmeta (status NotConnectable) until allowed again`,

@@ -2,10 +2,13 @@
  * The reconciler's view of the cluster: informers for kdclusters, kdapps, labelled ConfigMaps and
  * Secrets, and member pods — all namespaces, or one informer per watched namespace. Stored objects are
  * trimmed by shared's trim-object (no managedFields; pods keep only our two small annotations; Secrets
- * keep their keys, and values only when inlining is on), which is what keeps 10,000 cached pods small.
+ * keep identity, labels, keys and a keyed MAC of the data, and values only when inlining is on), which
+ * is what keeps 10,000 cached pods small. The Secrets informer starts once the MAC key is loaded
+ * (digest-key.ts); until then the caches are not synced and the replica is not ready.
  */
 import {
   CachedLookup,
+  errorMessage,
   Informer,
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
@@ -30,6 +33,7 @@ import {
   type SecretLike,
   type World,
 } from '@kd-connections/shared';
+import { loadDigestKey } from './digest-key.js';
 
 export type { CachedPod } from '@kd-connections/shared';
 
@@ -93,6 +97,8 @@ export interface CacheOptions {
   systemNamespace: string;
   secretConnections: boolean;
   inlineSecretValues: boolean;
+  /** Namespace of the digest key Secret (the reconciler's own). */
+  digestKeyNamespace: string;
   relistPeriodMs?: number;
   watchTimeoutSeconds?: number;
   onWatchRestart: (informer: string, reason: string) => void;
@@ -108,6 +114,10 @@ export class Caches {
   readonly secrets: NamespacedCache<SecretLike & KubeObject> | undefined;
   readonly pods: NamespacedCache<CachedPod & KubeObject>;
   private readonly all: NamespacedCache<KubeObject>[];
+  private digestKey: Buffer | undefined;
+  private stopped = false;
+  private keyLoading: Promise<void> | undefined;
+  private wakeKeyLoader: (() => void) | undefined;
 
   constructor(private readonly o: CacheOptions) {
     const make =
@@ -158,7 +168,11 @@ export class Caches {
           watched,
           make('secrets', core('secrets'), {
             labelSelector: LABEL_SECRET_TYPE,
-            transform: trimSecret(o.inlineSecretValues) as (x: KubeObject) => SecretLike & KubeObject,
+            transform: (x) => {
+              if (!this.digestKey) throw new Error('Secret digest key not loaded');
+              return trimSecret(x, { inlineValues: o.inlineSecretValues, key: this.digestKey }) as SecretLike &
+                KubeObject;
+            },
           }),
         )
       : undefined;
@@ -182,10 +196,35 @@ export class Caches {
   }
 
   start(): void {
-    for (const c of this.all) c.start();
+    for (const c of this.all) if (c !== this.secrets) c.start();
+    if (this.secrets) this.keyLoading ??= this.startSecrets(this.secrets);
   }
   async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeKeyLoader?.();
+    await this.keyLoading;
     await Promise.all(this.all.map((c) => c.stop()));
+  }
+
+  /** Loads the digest key (retrying with backoff while it cannot be read or created), then watches Secrets. */
+  private async startSecrets(secrets: NamespacedCache<SecretLike & KubeObject>): Promise<void> {
+    for (let failures = 0; !this.stopped; failures++) {
+      try {
+        this.digestKey = await loadDigestKey(this.o.client, this.o.digestKeyNamespace, this.o.log);
+        break;
+      } catch (e) {
+        const retryMs = Math.min(30_000, 500 * 2 ** failures);
+        this.o.log.warn('cannot load the Secret digest key; Secret connections wait for it', {
+          error: errorMessage(e),
+          retryMs,
+        });
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, retryMs);
+          this.wakeKeyLoader = () => (clearTimeout(t), r());
+        });
+      }
+    }
+    if (!this.stopped) secrets.start();
   }
   get synced(): boolean {
     return this.all.every((c) => c.synced);

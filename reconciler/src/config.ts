@@ -11,6 +11,7 @@ import {
   type LogLevel,
   type ProgramInfo,
 } from '@kd-connections/shared';
+import { DIGEST_KEY_SECRET } from './digest-key.js';
 
 export const RECONCILER_FLAGS = {
   kubeconfig: {
@@ -53,6 +54,11 @@ export const RECONCILER_FLAGS = {
     type: 'string',
     env: 'KD_LEASE_NAMESPACE',
     help: 'namespace of the Lease; default: the pod namespace',
+  },
+  'digest-key-namespace': {
+    type: 'string',
+    env: 'KD_DIGEST_KEY_NAMESPACE',
+    help: `namespace of the Secret ${DIGEST_KEY_SECRET} (the key of the MAC over connected Secrets); default: the Lease namespace`,
   },
   'lease-duration': {
     type: 'duration',
@@ -133,6 +139,7 @@ export interface ReconcilerConfig {
   leaderElect: boolean;
   leaseName: string;
   leaseNamespace: string;
+  digestKeyNamespace: string;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
@@ -200,6 +207,7 @@ export function loadConfig(
     leaderElect: f['leader-elect'],
     leaseName: f['lease-name'],
     leaseNamespace: f['lease-namespace'] || podNs,
+    digestKeyNamespace: f['digest-key-namespace'] || f['lease-namespace'] || podNs,
     leaseDurationMs,
     renewDeadlineMs,
     retryPeriodMs,

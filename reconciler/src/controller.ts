@@ -58,6 +58,7 @@ export class Controller {
       systemNamespace: cfg.systemNamespace,
       secretConnections: cfg.secretConnections,
       inlineSecretValues: cfg.inlineSecretValues,
+      digestKeyNamespace: cfg.digestKeyNamespace,
       relistPeriodMs: cfg.relistPeriodMs,
       watchTimeoutSeconds: cfg.watchTimeoutSeconds,
       onWatchRestart: (informer, reason) => metrics.watchRestarts.inc({ informer, reason }),

@@ -36,6 +36,7 @@ describe('reconciler configuration', () => {
       namespaces: [],
       systemNamespace: 'kd-release',
       concurrency: 4,
+      digestKeyNamespace: 'kd-release',
       podConcurrency: 8,
       leaderElect: true,
       leaseName: 'kd-connections-reconciler',

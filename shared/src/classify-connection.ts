@@ -34,6 +34,8 @@ export interface ClusterFacts {
   targetApp: ResolvedApp | undefined;
   /** The connecting cluster's own app (undefined when it was not found). */
   own: ResolvedApp | undefined;
+  /** What the connecting cluster names as its app, to say which app is missing. */
+  ownRef?: { app?: unknown; appCatalog?: unknown };
 }
 
 export function selfConnectionMessage(name: string): string {
@@ -60,10 +62,10 @@ export function classifyCluster(f: ClusterFacts, opts: RuleOptions): Verdict {
     };
   }
   if (!f.own) {
-    return {
-      state: 'NotConnectable',
-      message: "this cluster's own app was not found, so connectable_to cannot be checked",
-    };
+    const which = f.ownRef
+      ? `app "${String(f.ownRef.app)}" was not found ${appSearchDescription(f.namespace, f.ownRef.appCatalog, opts.systemNamespace)}`
+      : 'own app was not found';
+    return { state: 'NotConnectable', message: `this cluster's ${which}, so connectable_to cannot be checked` };
   }
   const verdict = isConnectable(f.own.app.spec, f.targetApp.app.spec);
   if (!verdict.allowed) {
@@ -124,8 +126,17 @@ export async function observeCluster(
   name: string,
   own: ResolvedApp | undefined,
   opts: RuleOptions,
+  ownRef?: ClusterFacts['ownRef'],
 ): Promise<ObservedCluster> {
-  const facts: ClusterFacts = { name, namespace, self: name === self, target: undefined, targetApp: undefined, own };
+  const facts: ClusterFacts = {
+    name,
+    namespace,
+    self: name === self,
+    target: undefined,
+    targetApp: undefined,
+    own,
+    ...(ownRef ? { ownRef } : {}),
+  };
   if (!facts.self) {
     facts.target = await lookup.getCluster(namespace, name);
     if (facts.target)

@@ -1,7 +1,9 @@
 /**
  * What changed between the recorded connection states and the current ones, in words, and the events a
  * regeneration posts: on the cluster, which connection changed; on each changed object, which cluster
- * it triggered and the new generator.
+ * it triggered and the new generator. Status holds no per-Secret digest (one could be tested against
+ * guesses), so Secrets that stay connected are not compared one by one: when nothing else explains a
+ * new connectionsHash, the description names the connected Secrets, one of which changed.
  */
 import type { EventInput, EventTarget } from './k8s/event-recorder.js';
 import type { ResolvedConnections } from './resolve-connections.js';
@@ -23,6 +25,7 @@ export function describeChanges(
     const noun = `${KIND_NOUN[c.kind]} ${c.name}`;
     if (c.state === 'Connected') {
       if (!o || o.state !== 'Connected') parts.push(`connected ${noun} became available`);
+      else if (c.kind === 'Secret') continue;
       else if (o.contentHash !== c.contentHash) parts.push(`connected ${noun} changed`);
       else continue;
       changed.push(c);
@@ -33,7 +36,14 @@ export function describeChanges(
   }
   for (const o of old.values())
     if (o.state === 'Connected') parts.push(`${KIND_NOUN[o.kind]} ${o.name} is no longer connected`);
-  return { changed, text: parts.length ? parts.join(', ') : 'connected content changed' };
+  if (parts.length > 0) return { changed, text: parts.join(', ') };
+  // Nothing else explains the change: a Secret that stayed connected changed. Which one is told only
+  // when a single one is connected, which status shows anyway.
+  const kept = after.filter((c) => c.kind === 'Secret' && c.state === 'Connected');
+  if (kept.length === 1) return { changed: kept, text: `connected secret ${kept[0]!.name} changed` };
+  if (kept.length > 1)
+    return { changed, text: `one of the connected secrets ${kept.map((c) => c.name).join(', ')} changed` };
+  return { changed, text: 'connected content changed' };
 }
 
 export function clusterTarget(c: KDCluster): EventTarget {

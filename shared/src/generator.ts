@@ -8,6 +8,7 @@
  * No patch when the result equals what the request carries. The reconciler's (decideBump) is below.
  */
 import { diffConnections, hasConnections } from './connection-sets.js';
+import type { FieldError } from './field-errors.js';
 import type { PatchOp } from './json-patch.js';
 import type { KDCluster } from './types.js';
 
@@ -17,6 +18,18 @@ export interface GeneratorDecision {
   patch: PatchOp[];
   /** Why, for logs: "connections changed", "kept stored value", ... */
   reason: string;
+  /** Set when the request carries a value that is not a generator: it is refused, never replaced. */
+  error?: FieldError;
+}
+
+/** What is wrong with a requested configMetaGenerator, or undefined when it is absent or a whole number ≥ 0. */
+export function generatorValueError(v: unknown): FieldError | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return undefined;
+  return {
+    field: 'spec.configMetaGenerator',
+    message: `must be a whole number (0 or more), not ${typeof v === 'string' ? 'the string ' : ''}${JSON.stringify(v)}; leave it out of manifests and the webhook sets it`,
+  };
 }
 
 function num(v: unknown): number | undefined {
@@ -28,6 +41,8 @@ export function decideGenerator(
   object: KDCluster,
   oldObject?: KDCluster,
 ): GeneratorDecision {
+  const error = generatorValueError(object.spec?.configMetaGenerator);
+  if (error) return { value: undefined, patch: [], reason: 'invalid configMetaGenerator', error };
   const incoming = num(object.spec?.configMetaGenerator);
   let value: number | undefined;
   let reason: string;
@@ -78,13 +93,19 @@ export function decideBump(cluster: KDCluster, hash: string): GeneratorBump | un
   const pending = from > (status.lastConfigMetaGenerator ?? -1);
   if (firstSeen || pending || hash === status.connectionsHash) return undefined;
   const to = from + 1;
+  // The uid too: a cluster deleted and re-created under the same name is another object.
+  const uid: PatchOp[] = cluster.metadata.uid
+    ? [{ op: 'test', path: '/metadata/uid', value: cluster.metadata.uid }]
+    : [];
   const ops: PatchOp[] =
     typeof cluster.spec?.configMetaGenerator === 'number'
       ? [
+          ...uid,
           { op: 'test', path: '/spec/configMetaGenerator', value: from },
           { op: 'replace', path: '/spec/configMetaGenerator', value: to },
         ]
       : [
+          ...uid,
           { op: 'test', path: '/metadata/resourceVersion', value: cluster.metadata.resourceVersion },
           { op: 'add', path: '/spec/configMetaGenerator', value: to },
         ];

@@ -54,7 +54,8 @@ export function setAnnotationsPatch(
 
 /**
  * Moves a top-level section of an object (e.g. status) to `desired`, key by key, only touching what
- * differs; guarded by resourceVersion. Returns [] when nothing differs.
+ * differs; guarded by uid and resourceVersion. Returns [] when nothing differs; throws when `meta` has
+ * neither (an unguarded patch would overwrite whatever the object holds now).
  */
 export function sectionPatch(
   meta: { uid?: string; resourceVersion?: string },
@@ -75,5 +76,11 @@ export function sectionPatch(
       if (desired[k] === undefined && k in current) changes.push({ op: 'remove', path: pointer(section, k) });
     }
   }
-  return changes.length === 0 ? [] : [...testIdentity(meta), ...changes];
+  if (changes.length === 0) return [];
+  const guard = testIdentity(meta);
+  if (guard.length === 0)
+    throw new Error(
+      `refusing to patch /${section} without a precondition: the object read has no uid or resourceVersion`,
+    );
+  return [...guard, ...changes];
 }

@@ -6,7 +6,8 @@
  * shared/test/configmeta-differential.test.ts, lists every difference):
  * - every member appears once (KubeDirector repeated the last member of a connected role);
  * - references inside an embedded connected cluster point into that cluster (all refkeys prefixed);
- * - Secret values are redacted unless inlining was explicitly chosen;
+ * - of a Secret only its name, its type label and its keys are shown (an allow-list: an annotation or
+ *   another label could quote a value); values only when inlining was explicitly chosen;
  * - kubectl's last-applied-configuration annotation is never copied (for a Secret it holds the values).
  */
 import type { Member } from './members.js';
@@ -351,10 +352,11 @@ export function renderConfigMapEntry(cm: ConfigMapLike): ConnectedObjectEntry {
 export function renderSecretEntry(s: SecretLike, opts: RenderOptions): ConnectedObjectEntry {
   const inline = opts.inlineSecretValues === true && s.data !== undefined;
   const keys = [...s.keys].sort();
+  const type = s.metadata.labels?.[LABEL_SECRET_TYPE];
   return {
-    annotations: goBytesMap(keptAnnotations(s.metadata.annotations) ?? {}),
+    annotations: {},
     data: Object.fromEntries(keys.map((k) => [k, inline ? (s.data![k] ?? '') : ''])),
-    labels: goBytesMap(s.metadata.labels ?? {}),
+    labels: goBytesMap(type === undefined ? {} : { [LABEL_SECRET_TYPE]: type }),
     metadata: { name: goBytes(s.metadata.name ?? '') },
     ...(inline ? {} : { redacted: true }),
   };

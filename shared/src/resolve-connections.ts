@@ -1,7 +1,8 @@
 /**
  * Step 1 and 2 of a reconcile: give every connection a state (the classifier the webhook uses too),
  * keep the ones pods may see (fail closed: forbidden or unlabeled objects are left out and reported),
- * and hash what the pods will see from them (connections-hash.ts).
+ * and hash what the pods will see from them (connections-hash.ts). Status shows a digest per connected
+ * cluster and ConfigMap (anyone who can view the cluster can read those anyway), never per Secret.
  */
 import { observeCluster, observeObject, type Verdict } from './classify-connection.js';
 import { connectionSets } from './connection-sets.js';
@@ -38,13 +39,13 @@ export async function resolveConnections(
       name,
       state: v.state,
       ...(v.message ? { message: v.message } : {}),
-      ...(digest ? { contentHash: digest.slice(0, 16) } : {}),
+      ...(digest && kind !== 'Secret' ? { contentHash: digest.slice(0, 16) } : {}),
     });
     if (digest) digests[`${kind}/${name}`] = digest;
   };
 
   for (const name of [...sets.clusters].sort()) {
-    const { verdict, target, targetApp } = await observeCluster(world, ns, self, name, own, opts);
+    const { verdict, target, targetApp } = await observeCluster(world, ns, self, name, own, opts, cluster.spec);
     if (verdict.state !== 'Connected' || !target || !targetApp) {
       add('Cluster', name, verdict);
       continue;

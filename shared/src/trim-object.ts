@@ -2,10 +2,12 @@
  * What the caches keep of each object, in one place. Every cache stores less than the API server sends:
  * managedFields and kubectl's last-applied copy cost memory and are never read (and for a Secret the
  * last-applied copy quotes the values); ConfigMaps and Secrets read for their labels keep identity and
- * labels only; member pods keep what rendering and delivery read, which keeps 10,000 cached pods small.
+ * labels only; a connected Secret keeps identity, labels, keys and a keyed MAC of its data (an allow-list:
+ * no annotation, which could quote a value); member pods keep what rendering and delivery read, which
+ * keeps 10,000 cached pods small.
  */
 import { annotationsSize } from './annotation-size.js';
-import { secretDataHash } from './connections-hash.js';
+import { secretDataMac } from './connections-hash.js';
 import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_GENERATOR,
@@ -48,17 +50,22 @@ export function metaOnly(obj: { apiVersion?: string; kind?: string; metadata?: R
   return { metadata };
 }
 
-/** A Secret as the reconciler keeps it: its keys and a digest of the values; the values only when inlined. */
-export function trimSecret(inlineValues: boolean): (o: { metadata: Record<string, unknown> }) => SecretLike {
-  return (o) => {
-    const s = o as { metadata: Record<string, unknown>; data?: Record<string, string> };
-    const data = s.data ?? {};
-    return {
-      metadata: slimMeta(s.metadata) as SecretLike['metadata'],
-      keys: Object.keys(data).sort(),
-      dataHash: secretDataHash(s.metadata.uid as string | undefined, data),
-      ...(inlineValues ? { data: { ...data } } : {}),
-    };
+export interface TrimSecretOptions {
+  /** Keep the values (base64, as stored): only when inlining them into configmeta was opted into. */
+  inlineValues: boolean;
+  /** The reconciler's digest key (secretDataMac). */
+  key: Uint8Array;
+}
+
+/** A Secret as the reconciler keeps it: identity, labels, keys and a MAC of the values; the values only when inlined. */
+export function trimSecret(o: { metadata?: Record<string, unknown> }, opts: TrimSecretOptions): SecretLike {
+  const data = (o as { data?: Record<string, string> }).data ?? {};
+  const { metadata } = metaOnly(o);
+  return {
+    metadata,
+    keys: Object.keys(data).sort(),
+    dataMac: secretDataMac(opts.key, metadata.uid, data),
+    ...(opts.inlineValues ? { data: { ...data } } : {}),
   };
 }
 

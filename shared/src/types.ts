@@ -207,17 +207,17 @@ export interface ConfigMapLike {
 }
 
 /**
- * A Secret as the reconciler keeps it: keys and a digest of the values, plus the values themselves
- * only when inlining was opted into.
+ * A Secret as the reconciler keeps it: identity, labels, keys and a keyed MAC of the values, plus the
+ * values themselves only when inlining was opted into. No annotations (they may quote the values).
  */
 export interface SecretLike {
   metadata: ObjectMeta;
   keys: string[];
   /**
-   * sha256 over the uid and the canonical data (see secretDataHash): lets a value change trigger a
+   * HMAC-SHA256 over the uid and the canonical data (see secretDataMac): lets a value change trigger a
    * regeneration while a metadata-only write (managedFields, a server-side apply switch) does not.
    */
-  dataHash?: string;
+  dataMac?: string;
   /** base64 values, present only when inlining was opted into. */
   data?: Record<string, string>;
 }

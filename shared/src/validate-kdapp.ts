@@ -1,11 +1,11 @@
 /**
- * Validation of a KubeDirectorApp's `connectable_to` (DESIGN §4): well-formed entries, and a warning
- * when an update tightens it so that existing connections become forbidden.
+ * Validation of a KubeDirectorApp's `connectable_to`: well-formed entries, and a warning when an update
+ * tightens it, or a (re-)created app's rules forbid, existing connections of the clusters that use it.
  */
 import { isConnectable, describeApp, parseVersionSpec } from './connectable.js';
 import { connectionSets } from './connection-sets.js';
 import type { FieldError, RuleResult } from './field-errors.js';
-import { resolveApp, type AppLookup, type RuleOptions } from './lookup.js';
+import { resolveApp, type AppLookup, type Lookup, type RuleOptions } from './lookup.js';
 import type { KDApp } from './types.js';
 
 export interface AppReview {
@@ -63,8 +63,8 @@ export async function validateApp(review: AppReview, lookup: AppLookup, opts: Ru
     });
   }
   const warnings: string[] = [];
-  if (errors.length === 0 && operation === 'UPDATE' && oldObject?.spec) {
-    const forbidden = await newlyForbidden(object, oldObject, lookup, opts);
+  if (errors.length === 0 && (operation === 'CREATE' || oldObject?.spec)) {
+    const forbidden = await newlyForbidden(object, operation === 'UPDATE' ? oldObject : undefined, lookup, opts);
     if (forbidden.length > 0) {
       warnings.push(
         `connectable_to of app "${object.metadata.name}" now forbids ${forbidden.length} existing connection(s): ${forbidden.join('; ')}. ` +
@@ -75,11 +75,25 @@ export async function validateApp(review: AppReview, lookup: AppLookup, opts: Ru
   return { errors, warnings };
 }
 
-/** Existing cluster connections of clusters using this app that the old rules allowed and the new ones do not. */
-async function newlyForbidden(app: KDApp, old: KDApp, lookup: AppLookup, opts: RuleOptions): Promise<string[]> {
+/**
+ * Existing cluster connections of clusters using this app that the new rules forbid and the old ones
+ * allowed; with no old app (a CREATE, e.g. an app deleted and re-created), every one the new rules forbid.
+ */
+async function newlyForbidden(
+  app: KDApp,
+  old: KDApp | undefined,
+  appLookup: AppLookup,
+  opts: RuleOptions,
+): Promise<string[]> {
   const appNs = app.metadata.namespace ?? '';
+  // Clusters resolve their app as if this one were stored already (on CREATE it is not yet).
+  const lookup: Pick<Lookup, 'getApp' | 'getCluster'> = {
+    getApp: (ns, name) =>
+      ns === appNs && name === app.metadata.name ? Promise.resolve(app) : appLookup.getApp(ns, name),
+    getCluster: (ns, name) => appLookup.getCluster(ns, name),
+  };
   // A system-catalog app can be used from any namespace; a local one only from its own.
-  const clusters = await lookup.listClusters(appNs === opts.systemNamespace ? undefined : appNs);
+  const clusters = await appLookup.listClusters(appNs === opts.systemNamespace ? undefined : appNs);
   const out: string[] = [];
   for (const c of clusters) {
     if (c.spec?.app !== app.metadata.name) continue;
@@ -91,7 +105,8 @@ async function newlyForbidden(app: KDApp, old: KDApp, lookup: AppLookup, opts: R
       if (!t) continue;
       const tApp = await resolveApp(lookup, cns, t.spec ?? {}, opts.systemNamespace);
       if (!tApp) continue;
-      if (isConnectable(old.spec, tApp.app.spec).allowed && !isConnectable(app.spec, tApp.app.spec).allowed) {
+      const allowedBefore = !old || isConnectable(old.spec, tApp.app.spec).allowed;
+      if (allowedBefore && !isConnectable(app.spec, tApp.app.spec).allowed) {
         out.push(`${cns}/${c.metadata.name} → cluster "${target}" (${describeApp(tApp.app)})`);
       }
     }

@@ -9,6 +9,7 @@ import { observeCluster, observeObject, selfConnectionMessage, type Verdict } fr
 import { connectionSets, type ConnectionSets } from './connection-sets.js';
 import { isDeepStrictEqual } from 'node:util';
 import type { FieldError, RuleResult } from './field-errors.js';
+import { generatorValueError } from './generator.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
 import { invalidObjectName } from './names.js';
 import { CONNECTION_LISTS, KIND_OF_LIST, type ConnectionList, type KDCluster } from './types.js';
@@ -51,7 +52,7 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
 
   const sets = connectionSets(spec.connections);
   const before = connectionSets(oldSpec?.connections);
-  const ctx: ListContext = { namespace: ns, self: name, own, before, lookup, opts, errors, warnings };
+  const ctx: ListContext = { namespace: ns, self: name, spec, own, before, lookup, opts, errors, warnings };
   for (const list of CONNECTION_LISTS) await checkList(list, spec.connections?.[list], ctx);
 
   errors.push(...checkGenerator(oldSpec?.configMetaGenerator, spec.configMetaGenerator));
@@ -70,6 +71,8 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
 interface ListContext {
   namespace: string;
   self: string;
+  /** The connecting cluster's spec (its app reference names a missing app). */
+  spec: { app?: unknown; appCatalog?: unknown };
   own: ResolvedApp | undefined;
   before: ConnectionSets;
   lookup: Lookup;
@@ -81,7 +84,8 @@ interface ListContext {
 /**
  * One connection list: names, duplicates and self-connection (lookup-free), then the classifier's
  * verdict with the webhook's policy: an added connection that is not Connected is refused; one that
- * was there before only warns, so a dangling connection never blocks an unrelated update.
+ * was there before only warns, so a dangling connection never blocks an unrelated update. Without the
+ * cluster's own app no cluster connection is Connected, so none can be added (the verdict names the app).
  */
 async function checkList(list: ConnectionList, value: unknown, ctx: ListContext): Promise<void> {
   const { errors, warnings } = ctx;
@@ -119,6 +123,8 @@ async function checkList(list: ConnectionList, value: unknown, ctx: ListContext)
 
 /** configMetaGenerator counts requested regenerations: a client may raise it (a forced refresh), never lower it. */
 function checkGenerator(was: unknown, now: unknown): FieldError[] {
+  const invalid = generatorValueError(now);
+  if (invalid) return [invalid];
   if (typeof was !== 'number') return [];
   if (now === undefined || now === null) {
     return [
@@ -143,12 +149,12 @@ function checkGenerator(was: unknown, now: unknown): FieldError[] {
 async function checkConnection(
   list: ConnectionList,
   name: string,
-  review: { namespace: string; self: string; own: ResolvedApp | undefined },
+  review: { namespace: string; self: string; spec: ListContext['spec']; own: ResolvedApp | undefined },
   lookup: Lookup,
   opts: RuleOptions,
 ): Promise<Verdict> {
-  const { namespace, self, own } = review;
-  if (list === 'clusters') return (await observeCluster(lookup, namespace, self, name, own, opts)).verdict;
+  const { namespace, self, spec, own } = review;
+  if (list === 'clusters') return (await observeCluster(lookup, namespace, self, name, own, opts, spec)).verdict;
   return (await observeObject(lookup, KIND_OF_LIST[list] as 'ConfigMap' | 'Secret', namespace, name, opts)).verdict;
 }
 

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { AppLookup, World } from '../src/lookup.js';
-import { secretDataHash } from '../src/connections-hash.js';
+import { secretDataMac } from '../src/connections-hash.js';
 import {
   API_VERSION,
   LABEL_CM_TYPE,
@@ -28,6 +28,8 @@ import {
 
 export const NS = 'ml';
 export const SYSTEM_NS = 'kd-system';
+/** The digest key the fixtures' Secrets are MACed with (the reconciler's comes from a Secret). */
+export const TEST_DIGEST_KEY = Buffer.alloc(32, 7);
 
 /** A deterministic uid derived from a name (the API server would assign a random one). */
 export function uidFor(kind: string, namespace: string, name: string): string {
@@ -140,7 +142,7 @@ export function secret(
       ...(opts.annotations ? { annotations: opts.annotations } : {}),
     },
     keys: Object.keys(plain),
-    dataHash: secretDataHash(uid, data),
+    dataMac: secretDataMac(TEST_DIGEST_KEY, uid, data),
     ...(opts.withValues ? { data } : {}),
   };
 }

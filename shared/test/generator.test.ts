@@ -170,3 +170,30 @@ describe('connection sets', () => {
     );
   });
 });
+
+describe('decideGenerator refuses a value that is not a generator', () => {
+  const withGenerator = (v: unknown) => {
+    const x = c({ clusters: ['training'] });
+    (x.spec as Record<string, unknown>).configMetaGenerator = v;
+    return x;
+  };
+
+  it('the string "5" is refused with the field path, never replaced by a patch', () => {
+    for (const op of ['CREATE', 'UPDATE'] as const) {
+      const d = decideGenerator(op, withGenerator('5'), op === 'UPDATE' ? c({}, 4) : undefined);
+      expect(d.patch).toEqual([]);
+      expect(d.error).toEqual({
+        field: 'spec.configMetaGenerator',
+        message:
+          'must be a whole number (0 or more), not the string "5"; leave it out of manifests and the webhook sets it',
+      });
+    }
+  });
+
+  it('so are negative and fractional numbers; whole numbers and absence are fine', () => {
+    expect(decideGenerator('CREATE', withGenerator(-1)).error?.message).toContain('not -1');
+    expect(decideGenerator('CREATE', withGenerator(1.5)).error?.message).toContain('not 1.5');
+    expect(decideGenerator('CREATE', withGenerator(3)).error).toBeUndefined();
+    expect(decideGenerator('CREATE', withGenerator(undefined)).error).toBeUndefined();
+  });
+});

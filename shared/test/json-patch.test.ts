@@ -77,6 +77,14 @@ describe('sectionPatch and testIdentity', () => {
     ]);
   });
 
+  it('refuses to build a patch without a precondition (no uid, no resourceVersion)', () => {
+    expect(() => sectionPatch({}, 'status', { a: 1 }, { a: 2 }, isDeepStrictEqual)).toThrow(
+      'refusing to patch /status without a precondition: the object read has no uid or resourceVersion',
+    );
+    // Nothing to write needs no precondition.
+    expect(sectionPatch({}, 'status', { a: 1 }, { a: 1 }, isDeepStrictEqual)).toEqual([]);
+  });
+
   it('testIdentity pins what is known', () => {
     expect(testIdentity({})).toEqual([]);
     expect(testIdentity({ resourceVersion: '7' })).toEqual([

@@ -10,7 +10,7 @@ import { deliveryOutcome, planReconcile, planStatus, type Observation } from '..
 import { resolveConnections } from '../src/resolve-connections.js';
 import { trimPod } from '../src/trim-object.js';
 import { ANNOTATION_CONFIGMETA_GENERATOR, ANNOTATION_CONFIGMETA_HASH, type KDCluster } from '../src/types.js';
-import { NS, SYSTEM_NS, cluster, pod } from './fixtures.js';
+import { NS, SYSTEM_NS, cluster, pod, uidFor } from './fixtures.js';
 import { scenario } from './scenario.js';
 
 const OPTS = { systemNamespace: SYSTEM_NS };
@@ -51,6 +51,7 @@ describe('decideBump', () => {
       from: 2,
       to: 3,
       ops: [
+        { op: 'test', path: '/metadata/uid', value: uidFor('KubeDirectorCluster', NS, 'nb') },
         { op: 'test', path: '/spec/configMetaGenerator', value: 2 },
         { op: 'replace', path: '/spec/configMetaGenerator', value: 3 },
       ],
@@ -60,6 +61,7 @@ describe('decideBump', () => {
   it('no generator yet: guarded by the resourceVersion, and added', () => {
     expect(decideBump(withStatus(undefined, { connectionsHash: 'h0', lastConfigMetaGenerator: 0 }), 'h1')?.ops).toEqual(
       [
+        { op: 'test', path: '/metadata/uid', value: uidFor('KubeDirectorCluster', NS, 'nb') },
         { op: 'test', path: '/metadata/resourceVersion', value: '77' },
         { op: 'add', path: '/spec/configMetaGenerator', value: 1 },
       ],

@@ -82,7 +82,8 @@ describe('resolveConnections: statuses', () => {
         message:
           'secret "plain-s" lacks label kubedirector.hpe.com/secretType; add it (its value groups the Secret in configmeta) to make it connectable',
       },
-      { kind: 'Secret', name: 's', state: 'Connected', contentHash: hash16 },
+      // No per-Secret digest in status: anyone who can view the cluster could test guesses against it.
+      { kind: 'Secret', name: 's', state: 'Connected' },
     ]);
     // Only Connected objects make it into configmeta.
     expect(r.connected.clusters.map((c) => c.name)).toEqual(['spark-sys', 'training']);
@@ -94,7 +95,11 @@ describe('resolveConnections: statuses', () => {
   it("without the cluster's own app no cluster is connectable; ConfigMaps still are", async () => {
     const r = await resolveConnections(nb({ clusters: ['training'], configmaps: ['cm'] }), undefined, world(), OPTS);
     expect(r.statuses.map((s) => [s.name, s.state, s.message])).toEqual([
-      ['training', 'NotConnectable', "this cluster's own app was not found, so connectable_to cannot be checked"],
+      [
+        'training',
+        'NotConnectable',
+        'this cluster\'s app "jupyter-notebook" was not found in namespace "ml" or in the system catalog (namespace "kd-system"), so connectable_to cannot be checked',
+      ],
       ['cm', 'Connected', undefined],
     ]);
   });
@@ -163,7 +168,7 @@ describe('resolveConnections: the hash covers what pods see', () => {
     expect(await hashIn(w)).toBe(h0);
   });
 
-  it('sees Secret values only through the salted digest, never as values, and ignores metadata-only writes', async () => {
+  it('sees Secret values only through the keyed MAC, never as values, and ignores metadata-only writes', async () => {
     const base = world().addSecret(secret('s', 'db', { password: 'hunter2' }, { withValues: true }));
     const h = await hashIn(base);
     // A metadata-only write (new resourceVersion, same data and labels): no regeneration.

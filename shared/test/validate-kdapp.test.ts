@@ -1,6 +1,6 @@
 /**
- * The kdapp admission rules of DESIGN §4: connectable_to well-formed, and a warning naming the existing
- * connections an update now forbids.
+ * The kdapp admission rules: connectable_to well-formed, and a warning naming the existing connections
+ * an update, or a re-created app, now forbids.
  */
 import { describe, expect, it } from '@jest/globals';
 import { formatFieldError } from '../src/field-errors.js';
@@ -223,11 +223,29 @@ describe('validateApp: tightening connectable_to warns with the connections it n
     expect(await validateApp(r, world(), OPTS)).toEqual({ errors: [], warnings: [] });
   });
 
-  it('a CREATE never warns, and an invalid update is not checked for tightening', async () => {
+  it('a re-created app warns about the existing connections its rules forbid', async () => {
     const w = world();
-    const created = await validateApp({ operation: 'CREATE', object: review([]).object }, w, OPTS);
-    expect(created).toEqual({ errors: [], warnings: [] });
-    const invalid = await validateApp(review([{}]), w, OPTS);
+    w.apps.delete(`${NS}/jupyter-notebook`);
+    const created = await validateApp(
+      { operation: 'CREATE', object: review([{ category: 'training' }]).object },
+      w,
+      OPTS,
+    );
+    expect(created).toEqual({
+      errors: [],
+      warnings: [
+        `connectable_to of app "jupyter-notebook" now forbids 2 existing connection(s): ml/nb → cluster "spark-nightly" (${SPARK}); ml/nb2 → cluster "spark-nightly" (${SPARK}). ${TAIL}`,
+      ],
+    });
+    // Rules that allow every existing connection: nothing to say.
+    expect(await validateApp({ operation: 'CREATE', object: review(OLD_RULES).object }, w, OPTS)).toEqual({
+      errors: [],
+      warnings: [],
+    });
+  });
+
+  it('an invalid update is not checked for tightening', async () => {
+    const invalid = await validateApp(review([{}]), world(), OPTS);
     expect(invalid.errors).toHaveLength(1);
     expect(invalid.warnings).toEqual([]);
   });

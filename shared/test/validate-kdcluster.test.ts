@@ -136,6 +136,33 @@ const CASES: Case[] = [
     ],
   },
   {
+    rule: 'own app missing: an added cluster connection is refused, naming the app; kept ones and ConfigMaps only warn',
+    review: update(
+      cluster('nb', 'ghost-app', { connections: { clusters: ['training'] } }),
+      cluster('nb', 'ghost-app', {
+        connections: { clusters: ['training', 'pg-main'], configmaps: ['model-prediction'] },
+      }),
+    ),
+    errors: [
+      'spec.connections.clusters[1]: this cluster\'s app "ghost-app" was not found in namespace "ml" or in the system catalog (namespace "kd-system"), so connectable_to cannot be checked',
+    ],
+    warnings: [
+      'spec.app: app "ghost-app" not found in namespace "ml" or in the system catalog (namespace "kd-system"); connections cannot be checked against its connectable_to',
+      `spec.connections.clusters[0]: this cluster's app "ghost-app" was not found in namespace "ml" or in the system catalog (namespace "kd-system"), so connectable_to cannot be checked; ${KEPT}`,
+    ],
+  },
+  {
+    rule: 'a generator that is not a whole number is refused here too (if the mutating webhook did not refuse it)',
+    review: update(nb({ generator: 4 }), {
+      ...nb(),
+      spec: { ...nb().spec, configMetaGenerator: '5' as unknown as number },
+    }),
+    errors: [
+      'spec.configMetaGenerator: must be a whole number (0 or more), not the string "5"; leave it out of manifests and the webhook sets it',
+    ],
+    warnings: [],
+  },
+  {
     rule: 'own app missing on an UPDATE that changes the app reference is an error',
     review: update(cluster('nb', 'jupyter-notebook'), cluster('nb', 'ghost-app')),
     errors: ['spec.app: app "ghost-app" not found in namespace "ml" or in the system catalog (namespace "kd-system")'],

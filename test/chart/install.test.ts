@@ -308,6 +308,9 @@ describe('the chart installed in url mode', () => {
       'leases.coordination.k8s.io create',
       `leases.coordination.k8s.io[${lease}] get`,
       `leases.coordination.k8s.io[${lease}] patch`,
+      // The digest key of the MAC over connected Secrets (created once, then read).
+      'secrets create',
+      'secrets[kd-connections-digest-key] get',
     ];
     const expected: [string, string, string[]][] = [
       [admissionSA, apps, admissionInApps],
@@ -419,7 +422,11 @@ describe('the chart installed in url mode', () => {
     const namespacedTypes = (await types(true)).join(',');
     // The release namespace is empty: no workload, RBAC, Lease, Service, ServiceAccount or release record.
     const left = ok(await env.kubectl(['get', namespacedTypes, '-o', 'name', '--ignore-not-found']), 'get all');
-    expect(left.stdout.trim()).toBe('');
+    // But the reconciler's digest key, made at run time (NOTES.txt says to delete it after an uninstall).
+    expect(left.stdout.trim()).toBe('secret/kd-connections-digest-key');
+    ok(await env.kubectl(['delete', 'secret', 'kd-connections-digest-key']), 'delete the digest key');
+    const after = ok(await env.kubectl(['get', namespacedTypes, '-o', 'name', '--ignore-not-found']), 'get all');
+    expect(after.stdout.trim()).toBe('');
     // Nothing labelled with the release anywhere else, namespaced or cluster-scoped.
     const byLabel = `app.kubernetes.io/instance=${release}`;
     const elsewhere = ok(

@@ -35,6 +35,8 @@ export interface EventRecorderOptions {
   log: Logger;
   windowMs?: number;
   burstPerObject?: number;
+  /** Notes and objects remembered at most (oldest forgotten first). Default 10,000. */
+  maxTracked?: number;
   /** Called after each attempted write (for metrics). */
   onWrite?: (ok: boolean) => void;
 }
@@ -51,29 +53,61 @@ export class EventRecorder {
   private readonly perObject = new Map<string, { count: number; since: number }>();
   private readonly window: number;
   private readonly burst: number;
+  private readonly maxTracked: number;
+  private lastPrune = 0;
   suppressed = 0;
 
   constructor(private readonly o: EventRecorderOptions) {
     this.window = o.windowMs ?? 10 * 60_000;
     this.burst = o.burstPerObject ?? 25;
+    this.maxTracked = o.maxTracked ?? 10_000;
+  }
+
+  /** How many notes and objects are remembered (bounded by maxTracked each). */
+  get tracked(): { notes: number; objects: number } {
+    return { notes: this.seen.size, objects: this.perObject.size };
+  }
+
+  /**
+   * Forgets what is older than the window (a full pass at most every tenth of a window) and, beyond
+   * maxTracked, the oldest entries: both maps are in insertion order, which is time order.
+   */
+  private prune(now: number): void {
+    if (now - this.lastPrune >= this.window / 10) {
+      this.lastPrune = now;
+      for (const [k, t] of this.seen) if (now - t > this.window) this.seen.delete(k);
+      for (const [k, b] of this.perObject) if (now - b.since > this.window) this.perObject.delete(k);
+    }
+    for (const map of [this.seen, this.perObject] as Map<string, unknown>[]) {
+      for (const k of map.keys()) {
+        if (map.size <= this.maxTracked) break;
+        map.delete(k);
+      }
+    }
   }
 
   /** Whether this event would be posted now (and records that it was). Pure bookkeeping, no I/O. */
   admit(e: EventInput, now = Date.now()): boolean {
-    for (const [k, t] of this.seen) if (now - t > this.window) this.seen.delete(k);
+    this.prune(now);
     const obj = `${e.regarding.kind}/${e.regarding.namespace ?? ''}/${e.regarding.name}/${e.regarding.uid ?? ''}`;
     const key = `${obj}|${e.type}|${e.reason}|${e.note}`;
-    if (this.seen.has(key)) {
+    const at = this.seen.get(key);
+    if (at !== undefined && now - at <= this.window) {
       this.suppressed++;
       return false;
     }
     let budget = this.perObject.get(obj);
-    if (!budget || now - budget.since > this.window) this.perObject.set(obj, (budget = { count: 0, since: now }));
+    if (!budget || now - budget.since > this.window) {
+      // Re-inserted so that insertion order stays time order.
+      this.perObject.delete(obj);
+      this.perObject.set(obj, (budget = { count: 0, since: now }));
+    }
     if (budget.count >= this.burst) {
       this.suppressed++;
       return false;
     }
     budget.count++;
+    this.seen.delete(key);
     this.seen.set(key, now);
     return true;
   }

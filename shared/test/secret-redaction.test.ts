@@ -1,0 +1,91 @@
+/**
+ * Of a Secret, only its name, its type label and its keys reach configmeta (which the pod's annotation
+ * shows to anyone who can read pods), and the caches keep nothing of it they do not need: allow-lists,
+ * so an annotation or label that quotes a value never leaks.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { renderConnections, renderSecretEntry } from '../src/render-configmeta.js';
+import { LAST_APPLIED_ANNOTATION, metaOnly, trimSecret } from '../src/trim-object.js';
+import { LABEL_SECRET_TYPE } from '../src/types.js';
+import { TEST_DIGEST_KEY, secret } from './fixtures.js';
+
+const VALUE = 'hunter2';
+const B64 = Buffer.from(VALUE).toString('base64');
+const annotations = {
+  [LAST_APPLIED_ANNOTATION]: JSON.stringify({ kind: 'Secret', stringData: { password: VALUE } }),
+  'backup.example.com/copy': `password=${VALUE}`,
+};
+const labels = { 'example.com/hint': VALUE, team: 'ml' };
+
+/** A Secret as the API server sends it. */
+const apiSecret = {
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: {
+    name: 'db',
+    namespace: 'ml',
+    uid: 'u-db',
+    resourceVersion: '7',
+    labels: { ...labels, [LABEL_SECRET_TYPE]: 'postgres' },
+    annotations,
+    managedFields: [{ manager: 'kubectl', fieldsV1: { 'f:data': { 'f:password': {} } } }],
+    finalizers: ['example.com/keep'],
+    ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: 'u-o' }],
+  },
+  type: 'Opaque',
+  data: { password: B64, user: Buffer.from('robot').toString('base64') },
+};
+
+describe('configmeta shows a Secret as name, type label and keys', () => {
+  const s = secret('db', 'postgres', { password: VALUE, user: 'robot' }, { labels, annotations });
+
+  it('drops every annotation and every label but the type label', () => {
+    // Name and label values are base64, as KubeDirector encodes them (Go []byte).
+    expect(renderSecretEntry(s, {})).toEqual({
+      metadata: { name: Buffer.from('db').toString('base64') },
+      labels: { [LABEL_SECRET_TYPE]: Buffer.from('postgres').toString('base64') },
+      annotations: {},
+      data: { password: '', user: '' },
+      redacted: true,
+    });
+  });
+
+  it('nothing of the value appears anywhere in the rendered connections', () => {
+    const text = JSON.stringify(renderConnections({ clusters: [], configmaps: [], secrets: [s] }));
+    expect(text).not.toContain(VALUE);
+    expect(text).not.toContain(B64);
+  });
+});
+
+describe("the reconciler's Secret cache", () => {
+  it('keeps identity, labels, keys and the MAC; no annotation, no value', () => {
+    const kept = trimSecret(apiSecret, { inlineValues: false, key: TEST_DIGEST_KEY });
+    expect(kept.metadata).toEqual({
+      name: 'db',
+      namespace: 'ml',
+      uid: 'u-db',
+      resourceVersion: '7',
+      labels: apiSecret.metadata.labels,
+    });
+    expect(Object.keys(kept).sort()).toEqual(['dataMac', 'keys', 'metadata']);
+    expect(kept.keys).toEqual(['password', 'user']);
+    const text = JSON.stringify(kept);
+    expect(text).not.toContain(B64);
+    expect(text).not.toContain('backup.example.com');
+    expect(text).not.toContain('stringData');
+  });
+
+  it('keeps the values only when inlining was opted into', () => {
+    const kept = trimSecret(apiSecret, { inlineValues: true, key: TEST_DIGEST_KEY });
+    expect(kept.data).toEqual(apiSecret.data);
+    expect(kept.metadata).not.toHaveProperty('annotations');
+  });
+});
+
+describe("admission's Secret cache", () => {
+  it('keeps identity and labels only', () => {
+    expect(metaOnly(apiSecret)).toEqual({
+      metadata: { name: 'db', namespace: 'ml', uid: 'u-db', resourceVersion: '7', labels: apiSecret.metadata.labels },
+    });
+  });
+});
