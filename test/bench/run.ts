@@ -12,8 +12,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startControlPlane } from '../controlplane/controlplane.js';
-import { ensureCrds } from '../support/crds.js';
-import { startAdmission, type RunningAdmission } from '../e2e/admission-service.js';
 import { admissionDirect, seedAdmissionNamespace } from './admission-direct.js';
 import { admissionApiServer } from './admission-apiserver.js';
 import { benchEnv, loadAverage, machineInfo, say, timer } from './env.js';
@@ -22,6 +20,8 @@ import { reconcilerMemory } from './memory.js';
 import { summarizeProfiles } from './profile.js';
 import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
 import { SCALES, type Scale } from './scale.js';
+import { installCrds } from '../support/crds.js';
+import { type RunningAdmission, startAdmission } from '../support/services.js';
 
 const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'memory'] as const;
 type SectionName = (typeof SECTIONS)[number];
@@ -144,7 +144,7 @@ try {
     await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
   if (wanted('fanout') || wanted('memory')) {
     const env = await benchEnv(cp, 'bench-crds');
-    await ensureCrds(env);
+    await installCrds(env);
   }
   await section('fanout', () => fanout(cp, scale, logDir));
   await section('memory', () => reconcilerMemory(cp, scale, logDir));
@@ -156,7 +156,7 @@ try {
 /** The admission service on a seeded namespace, then both admission sections against it. */
 async function admission(): Promise<void> {
   const env = await benchEnv(cp, 'bench-adm');
-  await ensureCrds(env);
+  await installCrds(env);
   await seedAdmissionNamespace(env);
   const saved = process.env.NODE_OPTIONS;
   if (profDir) {

@@ -7,6 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useTestEnv } from '../support/cluster.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 import { CHART, containerArgs, find, helmTemplate, one, sets, type Doc } from './chart-support.js';
 
 const env = useTestEnv();
@@ -210,12 +211,7 @@ describe('helm lint and helm template', () => {
     const served = readFileSync(join(CHART, '..', '..', 'admission', 'src', 'webhooks', 'index.ts'), 'utf8');
     expect(served).toMatch(/validateKdCluster, mutateKdCluster, validateKdApp, mutatePod/);
     const byName: Record<string, Doc> = Object.fromEntries(webhooksOf(docs).map((w: Doc) => [w.name, w]));
-    expect(Object.keys(byName).sort()).toEqual([
-      'mutate-kdcluster.kd-connections.hpe.com',
-      'mutate-pod.kd-connections.hpe.com',
-      'validate-kdapp.kd-connections.hpe.com',
-      'validate-kdcluster.kd-connections.hpe.com',
-    ]);
+    expect(Object.keys(byName).sort()).toEqual(Object.values(WEBHOOK_NAMES).sort());
     for (const [name, w] of Object.entries(byName)) {
       // The path is the one admission/src/webhooks/<file>.ts serves.
       const path = w.clientConfig.service.path as string;
@@ -233,7 +229,7 @@ describe('helm lint and helm template', () => {
       expect(w.failurePolicy).toBe(name.startsWith('validate-') ? 'Fail' : 'Ignore');
       for (const rule of w.rules) expect(rule.operations).not.toContain('DELETE');
     }
-    expect(byName['validate-kdcluster.kd-connections.hpe.com']!.rules).toEqual([
+    expect(byName[WEBHOOK_NAMES.validateCluster]!.rules).toEqual([
       {
         apiGroups: ['kubedirector.hpe.com'],
         apiVersions: ['v1beta1'],
@@ -242,9 +238,9 @@ describe('helm lint and helm template', () => {
         scope: 'Namespaced',
       },
     ]);
-    expect(byName['validate-kdapp.kd-connections.hpe.com']!.rules[0].resources).toEqual(['kubedirectorapps']);
-    expect(byName['mutate-kdcluster.kd-connections.hpe.com']!.rules[0].resources).toEqual(['kubedirectorclusters']);
-    const pod = byName['mutate-pod.kd-connections.hpe.com']!;
+    expect(byName[WEBHOOK_NAMES.validateApp]!.rules[0].resources).toEqual(['kubedirectorapps']);
+    expect(byName[WEBHOOK_NAMES.mutateCluster]!.rules[0].resources).toEqual(['kubedirectorclusters']);
+    const pod = byName[WEBHOOK_NAMES.mutatePod]!;
     expect(pod.rules).toEqual([
       { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' },
     ]);

@@ -9,7 +9,9 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { buildStatus, sectionPatch, type KDClusterStatus } from '@kd-connections/shared';
 import { isDeepStrictEqual } from 'node:util';
 import { useTestEnv } from '../support/cluster.js';
-import { CRD_NAMES, installCrds, ok, parseTable, repoPath, yamlDocs } from './kd.js';
+import { parseTable, yamlDocs } from './kd.js';
+import { CRD_NAMES, installCrds } from '../support/crds.js';
+import { ok, repoPath } from '../support/processes.js';
 
 const env = useTestEnv();
 const GROUP = 'kubedirector.hpe.com';

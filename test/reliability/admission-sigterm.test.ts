@@ -13,19 +13,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import https from 'node:https';
 import { useTestEnv } from '../support/cluster.js';
-import { eventually } from '../support/processes.js';
+import { eventually, sleep } from '../support/processes.js';
 import { startBalancer, startLoad, type Balancer, type Load } from '../e2e/admission-certs-support.js';
-import {
-  httpsGet,
-  installCrds,
-  registerWebhooks,
-  sleep,
-  startAdmission,
-  waitUntilLive,
-  type Registration,
-  type RunningAdmission,
-} from '../e2e/admission-service.js';
 import { routeByReadiness, type ReadinessRouting } from './admission-support.js';
+import { httpsGet, type RunningAdmission, startAdmission } from '../support/services.js';
+import { installCrds } from '../support/crds.js';
+import { registerWebhooks, type Registration, waitUntilLive } from '../support/webhook-configurations.js';
 
 const env = useTestEnv();
 const SHUTDOWN_DELAY_S = 3;
@@ -141,7 +134,7 @@ describe('SIGTERM under load through the API server', () => {
     expect(done.status).toBe(200);
     expect(done.connection).toBe('close');
     expect(JSON.parse(done.body).response).toMatchObject({ uid: UID, allowed: false });
-    expect(await a.exited).toEqual({ code: 0, signal: null });
+    expect(await a.exit).toEqual({ code: 0, signal: null });
     // Nothing was left for the drain timeout to cut (its warning says how many connections were open).
     expect(a.logs().filter((l) => l.level === 'warn')).toEqual([]);
     expect(a.logs().find((l) => l.msg === 'stopped')).toMatchObject({ forced: false });
@@ -156,7 +149,7 @@ describe('SIGTERM under load through the API server', () => {
     await eventually('the replacements are routed to', () => routing!.routed().length === 3, 10_000, 50);
     const bBeforeTerm = reviews(b);
     b.signal('SIGTERM');
-    expect(await b.exited).toEqual({ code: 0, signal: null });
+    expect(await b.exit).toEqual({ code: 0, signal: null });
     expect(b.logs().filter((l) => l.level === 'warn')).toEqual([]);
     expect(b.logs().find((l) => l.msg === 'stopped')).toMatchObject({ forced: false });
     const bWhileDraining = reviews(b) - bBeforeTerm;

@@ -8,10 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import type { ReconcilerProcess } from '../support/reconciler.js';
 import {
   clusterStates,
   converged,
@@ -21,6 +19,8 @@ import {
   waitQuiet,
 } from '../support/reconciler-state.js';
 import type { KubeClient } from '@kd-connections/shared';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess } from '../support/services.js';
 
 const env = useDedicatedControlPlane();
 let rec: ReconcilerProcess;
@@ -40,7 +40,7 @@ const cmPath = (name: string) => `/api/v1/namespaces/${env.namespace}/configmaps
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     configMap('model', { v: '1' }, 'model'),

@@ -11,18 +11,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';
-import { eventually, startService } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
-import {
-  clusterStates,
-  converged,
-  reconcilerWrites,
-  testClient,
-  waitQuiet,
-  waitReady,
-} from '../support/reconciler-state.js';
+import { eventually } from '../support/processes.js';
+import { clusterStates, converged, reconcilerWrites, testClient, waitQuiet } from '../support/reconciler-state.js';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useTestEnv();
 let client: KubeClient;
@@ -44,7 +37,7 @@ const ARGS = [
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('fan', { category: 'training', roles: ['worker'] }),
     configMap('shared', { v: '1' }, 'settings'),
@@ -54,7 +47,7 @@ beforeAll(async () => {
   leader = await startReconciler(env, { identity: 'leader-a', args: ARGS });
   await leader.waitForLog((l) => l.msg === 'became leader', 60_000);
   standby = await startReconciler(env, { identity: 'standby-b', args: ARGS });
-  await waitReady(standby);
+  await standby.waitReady(60_000);
   await eventually(
     'first delivery to every pod',
     async () => [...(await clusterStates(env, client)).values()].every(converged),
@@ -160,11 +153,8 @@ describe('the leader killed mid-fan-out', () => {
   }, 180_000);
 
   it('refuses lease timings that would let a leader outlive its lease', async () => {
-    const p = startService('reconciler/dist/main.js', [
-      `--kubeconfig=${env.info.kubeconfigPath}`,
-      '--lease-duration=5s',
-      '--renew-deadline=5s',
-    ]);
+    // No namespace: only these flags (and the kubeconfig and metrics address) are given.
+    const p = await startReconciler({ info: env.info }, { args: ['--lease-duration=5s', '--renew-deadline=5s'] });
     await eventually('exited at once', () => p.exited, 15_000);
     expect(await p.stop()).toBe(2);
     expect(p.output()).toContain('--renew-deadline must be less than --lease-duration');

@@ -11,10 +11,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, kubectlOk, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
 import {
   clusterStates,
   converged,
@@ -22,9 +20,10 @@ import {
   sleep,
   testClient,
   waitQuiet,
-  waitReady,
   type ClusterState,
 } from '../support/reconciler-state.js';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useTestEnv();
 let client: KubeClient;
@@ -53,7 +52,7 @@ function holds(c: ClusterState, cms: string[], values: Record<string, string>): 
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     // Each ConfigMap is its own configmeta group (cmType = its name), so a pod shows which it holds.
@@ -65,7 +64,7 @@ beforeAll(async () => {
     await startReconciler(env, { identity: 'racer-1', leaderElect: false }),
     await startReconciler(env, { identity: 'racer-2', leaderElect: false }),
   ];
-  for (const r of racers) await waitReady(r);
+  for (const r of racers) await r.waitReady(60_000);
   await eventually(
     'first delivery (by two racing writers already)',
     async () => [...(await clusterStates(env, client)).values()].every(converged),

@@ -12,10 +12,8 @@ import type { KubeClient } from '@kd-connections/shared';
 import { countByResource } from '../support/audit.js';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
 import { compactEtcd } from '../support/etcd.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import type { ReconcilerProcess } from '../support/reconciler.js';
 import {
   clusterStates,
   converged,
@@ -24,6 +22,8 @@ import {
   testClient,
   waitQuiet,
 } from '../support/reconciler-state.js';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess } from '../support/services.js';
 
 const env = useDedicatedControlPlane({ apiserverFlags: ['--watch-cache=false'] });
 let rec: ReconcilerProcess;
@@ -35,7 +35,7 @@ const PODS_PER_CLUSTER = 2;
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     configMap('model', { v: '1' }, 'model'),

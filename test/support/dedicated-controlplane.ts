@@ -8,7 +8,8 @@ import { afterAll, beforeAll, expect } from '@jest/globals';
 import { basename } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane, type StartOptions } from '../controlplane/controlplane.js';
-import { namespaceName, run, type TestEnv } from './cluster.js';
+import { namespaceName, type TestEnv } from './cluster.js';
+import { run } from './processes.js';
 
 export interface DedicatedTestEnv extends TestEnv {
   readonly cp: ControlPlane;
