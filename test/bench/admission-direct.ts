@@ -53,7 +53,7 @@ export interface DirectResult {
     service: FullLoad;
     baseline: FullLoad;
     minimal: FullLoad;
-    /** service ÷ baseline reviews per second: the DESIGN §10 figure. */
+    /** service ÷ baseline reviews per second: the figure the throughput target is stated in. */
     ratio: number;
     /** baseline ÷ service CPU per review. */
     cpuRatio: number;

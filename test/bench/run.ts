@@ -2,8 +2,8 @@
  * `npm run bench [-- --scale large] [-- --only admission-direct,fanout] [-- --cpu-prof] [-- --no-pin]`
  *
  * Starts a control plane of its own (loopback only, audit log of every write), runs the sections in
- * order and writes test/bench/results/<date>[-<scale>].md and .json: every figure, its target from
- * DESIGN §10, the baseline it is compared with (measured in the same run), and the machine (cores, CPU
+ * order and writes test/bench/results/<date>[-<scale>].md and .json: every figure, its target (TARGETS
+ * in report.ts), the baseline it is compared with (measured in the same run), and the machine (cores, CPU
  * model, Node version, load average before and after each section). A section that fails is reported
  * as failed and the others still run.
  */
@@ -45,7 +45,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   console.log(`npm run bench -- [options]
-  --scale small|large|smoke  counts and durations (default small: DESIGN §10 counts, a few minutes on 2 cores;
+  --scale small|large|smoke  counts and durations (default small: the target counts, a few minutes on 2 cores;
                         large: more cores; smoke: checks the bench itself runs, figures meaningless)
   --only a,b            sections to run: ${SECTIONS.join(', ')} (default all)
   --out DIR             where the report goes (default test/bench/results)

@@ -32,7 +32,8 @@ async function applyJson(manifest: string) {
 
 describe('the CRDs', () => {
   it('install idempotently and are served as namespaced kinds with short names', async () => {
-    // beforeAll installed them; applying again changes nothing (the spec generation stays).
+    // beforeAll installed them; applying again changes nothing (the spec generation stays). kubectl lists
+    // each object with what it did (serverside-applied), which is dropped here.
     const generations = async () => {
       const r = ok(
         await env.kubectl(
@@ -54,7 +55,7 @@ describe('the CRDs', () => {
       again.stdout
         .trim()
         .split('\n')
-        .map((l) => l.replace(/ \w+$/, '')),
+        .map((l) => l.replace(/ \S+$/, '')),
     ).toEqual(CRD_NAMES.map((n) => `customresourcedefinition.apiextensions.k8s.io/${n}`));
     expect(await generations()).toBe(before);
 

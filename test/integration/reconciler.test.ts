@@ -1,5 +1,6 @@
 /**
- * The reconciler on the real control plane (issue 6). One reconciler process per file, watching this
+ * The reconciler on the real control plane: configmeta delivery to member pods, generator bumps, status,
+ * multi-namespace watches, restarts and leader election. One reconciler process per file, watching this
  * file's namespaces only; pods are created by the test with the member labels (nothing schedules them).
  * No admission webhook is registered here: the reconciler is the only writer besides the test.
  */

@@ -1,6 +1,5 @@
 /**
- * Fault: the API server goes away under a running reconciler and comes back (issue 9, reliability §7
- * "apiserver unreachable for the reconciler"). On a control plane of this file's own: the reconciler is
+ * Fault: the API server goes away under a running reconciler and comes back. On a control plane of this file's own: the reconciler is
  * settled; a ConfigMap is edited and the API server is stopped right after; it stays down ~10 s; it is
  * started again (same port, same etcd) and more changes are made at once. The reconciler process must
  * stay up (no crash, no restart), its watches must retry with growing backoff, /healthz (liveness) must

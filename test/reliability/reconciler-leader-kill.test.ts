@@ -1,6 +1,6 @@
 /**
- * Fault: the leader reconciler is killed in the middle of a fan-out (issue 9, reliability §7 "leader
- * killed mid-fan-out: new leader finishes, no duplicate notify for the same generation, no lost one").
+ * Fault: the leader reconciler is killed in the middle of a fan-out; the new leader must finish it with
+ * no duplicate notification for the same generation and no lost one.
  * Two reconcilers with leader election (a short lease through --lease-duration/--renew-deadline/
  * --retry-period), 30 clusters × 3 member pods connected to one ConfigMap. The ConfigMap is edited; once
  * the leader has patched some but not all pods it is frozen (SIGSTOP, to pin the moment and check the

@@ -1,6 +1,6 @@
 /**
- * Fault: the API server refuses the configmeta patch of some member pods (issue 9, reliability §7
- * "failures on a subset of pods (partial progress recorded, retried)"). The refusal is real: a
+ * Fault: the API server refuses the configmeta patch of some member pods: partial progress must be
+ * recorded and the rest retried. The refusal is real: a
  * validating webhook (clientConfig.url on 127.0.0.1, scoped to this file's namespace, failurePolicy
  * Fail) denies every UPDATE of pods labelled fail-patch=yes. After a ConfigMap edit, the status must
  * record the partial progress (members.synced < total; ConfigMetaSynced False, reason PodPatchFailed,

@@ -1,6 +1,5 @@
 /**
- * Fault: two writers race on the same clusters (issue 9, "two writers racing on a cluster — no lost
- * bump"; reliability §7 "409 storms (two writers)"). Leader election is not fencing, so two reconcilers
+ * Fault: two writers race on the same clusters (conflict storms): no bump may be lost. Leader election is not fencing, so two reconcilers
  * writing at once must be harmless. Here they run WITHOUT leader election (both write all the time)
  * while a user changes connection lists with kubectl (no admission webhook is registered, so only the
  * reconcilers bump generators) and connected ConfigMaps are edited, in a bounded loop. In the end every

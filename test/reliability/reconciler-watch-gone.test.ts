@@ -1,6 +1,6 @@
 /**
- * Fault: every watch of the reconciler answers 410 Gone (issue 9, "a watch answering 410 Gone — relist,
- * no duplicate writes"). On a control plane of this file's own with the API server's watch cache off,
+ * Fault: every watch of the reconciler answers 410 Gone: the informers must relist, with no duplicate
+ * writes. On a control plane of this file's own with the API server's watch cache off,
  * watches are served by etcd, so compacting etcd's history makes a resume from an old resourceVersion
  * fail with 410, as in production after a long disconnect. The reconciler is settled; etcd's revision is
  * moved on by unrelated writes; the API server is stopped, etcd compacted, the API server started. The
