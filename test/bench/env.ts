@@ -8,7 +8,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { errorStatus } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import type { TestEnv } from '../support/cluster.js';
-import { run, sleep } from '../support/processes.js';
+import { runKubectl, sleep } from '../support/processes.js';
 
 export function kubeConfigOf(cp: ControlPlane): KubeConfig {
   const kc = new KubeConfig();
@@ -27,13 +27,7 @@ export async function benchEnv(cp: ControlPlane, namespace: string): Promise<Tes
     info,
     kc,
     namespace,
-    kubectl(args, opts = {}) {
-      const ns = opts.namespace === false ? [] : ['--namespace', opts.namespace ?? namespace];
-      return run(info.binDir.kubectl, ['--kubeconfig', info.kubeconfigPath, ...ns, ...args], {
-        input: opts.input,
-        timeoutMs: 120_000,
-      });
-    },
+    kubectl: (args, opts) => runKubectl(info, namespace, args, { ...opts, timeoutMs: 120_000 }),
     helm() {
       throw new Error('helm is not used by the benchmark');
     },

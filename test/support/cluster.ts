@@ -8,7 +8,7 @@ import { basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlaneInfo } from '../controlplane/controlplane.js';
-import { run, type RunResult } from './processes.js';
+import { run, runKubectl, type RunResult } from './processes.js';
 
 export function controlPlaneInfo(): ControlPlaneInfo {
   const path = process.env.KD_TEST_CONTROLPLANE;
@@ -74,11 +74,7 @@ export function useTestEnv(seed = basename(expect.getState().testPath ?? 'test')
       return need(kc);
     },
     namespace,
-    kubectl(args, opts = {}) {
-      const i = need(info);
-      const ns = opts.namespace === false ? [] : ['--namespace', opts.namespace ?? namespace];
-      return run(i.binDir.kubectl, ['--kubeconfig', i.kubeconfigPath, ...ns, ...args], { input: opts.input });
-    },
+    kubectl: (args, opts) => runKubectl(need(info), namespace, args, opts),
     helm(args, opts = {}) {
       const i = need(info);
       return run(i.binDir.helm, ['--kubeconfig', i.kubeconfigPath, ...args], {

@@ -47,6 +47,20 @@ export function run(
   });
 }
 
+/** kubectl with a kubeconfig, in `namespace` unless the call names another or none (TestEnv.kubectl). */
+export function runKubectl(
+  cluster: { readonly binDir: { readonly kubectl: string }; readonly kubeconfigPath: string },
+  namespace: string,
+  args: string[],
+  opts: { input?: string; namespace?: string | false; timeoutMs?: number } = {},
+): Promise<RunResult> {
+  const ns = opts.namespace === false ? [] : ['--namespace', opts.namespace ?? namespace];
+  return run(cluster.binDir.kubectl, ['--kubeconfig', cluster.kubeconfigPath, ...ns, ...args], {
+    input: opts.input,
+    timeoutMs: opts.timeoutMs,
+  });
+}
+
 /** Fails with the command's own output when it did not succeed. */
 export function ok(r: RunResult, what: string): RunResult {
   if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}):\n${r.stderr}\n${r.stdout}`);
