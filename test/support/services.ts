@@ -28,7 +28,7 @@ interface ProcessOptions extends StartServiceOptions {
   env?: NodeJS.ProcessEnv;
   /** Default: the host's kubeconfig (the chart tests pass a ServiceAccount's). */
   kubeconfig?: string;
-  /** How long to wait for /readyz (default 30 s; the chart tests' ServiceAccounts take longer). */
+  /** How long to wait for /readyz (default 90 s: a loaded machine can take tens of seconds to start node). */
   readyTimeoutMs?: number;
 }
 
@@ -197,7 +197,7 @@ async function untilReady(
   p: ServiceProcess,
   name: string,
   ready: () => Promise<boolean>,
-  timeoutMs = 30_000,
+  timeoutMs = 90_000,
 ): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
