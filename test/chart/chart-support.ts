@@ -135,7 +135,7 @@ export async function startLoopbackAdmission(
     'tls-key-file': key,
     kubeconfig,
   });
-  const svc = await startAdmission(env, args, { port, kubeconfig, certificateFiles: false, readyTimeoutMs: 90_000 });
+  const svc = await startAdmission(env, args, { port, kubeconfig, certificateFiles: false });
   return Object.assign(svc, { args });
 }
 
