@@ -1,7 +1,9 @@
 /**
  * The watch-fed caches behind admission: kdapps and kdclusters (whole objects, slimmed), and ConfigMaps
- * and Secrets that carry the type label, as metadata only (PartialObjectMetadata, reduced to identity
- * and labels). Secrets are not watched at all when Secret connections are disabled.
+ * and Secrets that carry the type label, as metadata only (PartialObjectMetadata, trimmed to identity
+ * and labels by shared's trim-object). Secrets are not watched at all when Secret connections are disabled. All namespaces, or
+ * with `namespaces` one informer per namespace (kdapps also in the system namespace), so the service
+ * needs read rights only there.
  */
 import {
   GROUP,
@@ -16,22 +18,60 @@ import {
   type KubeClient,
   type KubeObject,
   type Logger,
+  type LookupStores,
   type MetaObject,
+  type ObjectStore,
+  metaOnly,
+  slimObject,
 } from '@kd-connections/shared';
-import { reduceMeta, slimObject, type LookupStores } from './cached-lookup.js';
 
 export interface CacheOptions {
   client: KubeClient;
   secretConnections: boolean;
   log: Logger;
   onRestart?: (informer: string, reason: string) => void;
+  /** Watch only these namespaces (empty or absent: all). */
+  namespaces?: string[];
+  /** With `namespaces`: kdapps are watched here too (the system catalog). */
+  systemNamespace?: string;
+}
+
+/** One informer for all namespaces, or one per namespace behind the same get/list surface. */
+export class NamespacedStore<T extends KubeObject> implements ObjectStore<T> {
+  private readonly informers = new Map<string, Informer<T>>();
+
+  constructor(namespaces: string[] | undefined, make: (namespace: string | undefined) => Informer<T>) {
+    if (!namespaces?.length) this.informers.set('', make(undefined));
+    else for (const ns of new Set(namespaces)) this.informers.set(ns, make(ns));
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    const i = this.informers.get('') ?? this.informers.get(namespace ?? '');
+    return i?.get(namespace, name);
+  }
+  list(namespace?: string): T[] {
+    if (namespace === undefined) return [...this.informers.values()].flatMap((i) => i.list());
+    return (this.informers.get('') ?? this.informers.get(namespace))?.list(namespace) ?? [];
+  }
+  get synced(): boolean {
+    return [...this.informers.values()].every((i) => i.synced);
+  }
+  get size(): number {
+    return [...this.informers.values()].reduce((n, i) => n + i.size, 0);
+  }
+  start(): void {
+    for (const i of this.informers.values()) i.start();
+  }
+  async stop(): Promise<void> {
+    await Promise.all([...this.informers.values()].map((i) => i.stop()));
+  }
 }
 
 export class AdmissionCaches {
-  readonly apps: Informer<KubeObject & KDApp>;
-  readonly clusters: Informer<KubeObject & KDCluster>;
-  readonly configmaps: Informer<KubeObject & MetaObject>;
-  readonly secrets: Informer<KubeObject & MetaObject> | undefined;
+  readonly apps: NamespacedStore<KubeObject & KDApp>;
+  readonly clusters: NamespacedStore<KubeObject & KDCluster>;
+  readonly configmaps: NamespacedStore<KubeObject & MetaObject>;
+  readonly secrets: NamespacedStore<KubeObject & MetaObject> | undefined;
 
   constructor(opts: CacheOptions) {
     const common = (name: string) => ({
@@ -40,35 +80,38 @@ export class AdmissionCaches {
       log: opts.log,
       onRestart: (reason: string) => opts.onRestart?.(name, reason),
     });
-    this.apps = new Informer({
-      ...common('kdapps'),
-      path: `/apis/${GROUP}/${VERSION}/${KDAPP_PLURAL}`,
-      transform: (o) => slimObject(o as unknown as KDApp) as KubeObject & KDApp,
-    });
-    this.clusters = new Informer({
-      ...common('kdclusters'),
-      path: `/apis/${GROUP}/${VERSION}/${KDCLUSTER_PLURAL}`,
-      transform: (o) => slimObject(o as unknown as KDCluster) as KubeObject & KDCluster,
-    });
-    this.configmaps = new Informer({
-      ...common('configmaps'),
-      path: '/api/v1/configmaps',
-      labelSelector: LABEL_CM_TYPE,
-      metadataOnly: true,
-      transform: (o) => reduceMeta(o) as KubeObject & MetaObject,
-    });
+    const watched = opts.namespaces?.length ? opts.namespaces : undefined;
+    const kd = (plural: string) => (ns: string | undefined) =>
+      ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
+    const core = (plural: string) => (ns: string | undefined) =>
+      ns ? `/api/v1/namespaces/${ns}/${plural}` : `/api/v1/${plural}`;
+    const whole =
+      <T extends object>(name: string, plural: string) =>
+      (ns: string | undefined) =>
+        new Informer({
+          ...common(name),
+          path: kd(plural)(ns),
+          transform: (o) => slimObject(o as unknown as T & { metadata?: Record<string, unknown> }) as KubeObject & T,
+        });
+    // Apps of the system catalog are needed whatever namespaces are watched.
+    const appNamespaces = watched && opts.systemNamespace ? [...watched, opts.systemNamespace] : watched;
+    this.apps = new NamespacedStore(appNamespaces, whole<KDApp>('kdapps', KDAPP_PLURAL));
+    this.clusters = new NamespacedStore(watched, whole<KDCluster>('kdclusters', KDCLUSTER_PLURAL));
+    const labelled = (name: string, label: string) => (ns: string | undefined) =>
+      new Informer({
+        ...common(name),
+        path: core(name)(ns),
+        labelSelector: label,
+        metadataOnly: true,
+        transform: (o) => metaOnly(o) as KubeObject & MetaObject,
+      });
+    this.configmaps = new NamespacedStore(watched, labelled('configmaps', LABEL_CM_TYPE));
     this.secrets = opts.secretConnections
-      ? new Informer({
-          ...common('secrets'),
-          path: '/api/v1/secrets',
-          labelSelector: LABEL_SECRET_TYPE,
-          metadataOnly: true,
-          transform: (o) => reduceMeta(o) as KubeObject & MetaObject,
-        })
+      ? new NamespacedStore(watched, labelled('secrets', LABEL_SECRET_TYPE))
       : undefined;
   }
 
-  private all(): Informer<KubeObject & Record<string, unknown>>[] {
+  private all(): NamespacedStore<KubeObject>[] {
     return [this.apps, this.clusters, this.configmaps, ...(this.secrets ? [this.secrets] : [])] as never[];
   }
 

@@ -46,6 +46,10 @@ export interface AdmissionConfig {
   clientCaFile: string | undefined;
   /** With clientCaFile: the client certificate's CN or one of its SANs must be one of these (empty: any). */
   clientAllowedNames: string[];
+  /** Plain-HTTP port for /healthz, /readyz and /metrics (kubelet probes with client certificates on); undefined: none. */
+  probePort: number | undefined;
+  /** The namespaces the webhooks select; the caches watch only these (kdapps also the system namespace). Empty: all. */
+  namespaces: string[];
 }
 
 interface Option {
@@ -181,6 +185,16 @@ const OPTIONS: Option[] = [
     flag: 'client-allowed-names',
     env: 'KD_ADMISSION_CLIENT_ALLOWED_NAMES',
     help: "with --client-ca-file: comma-separated names, one of which the client certificate's CN or a SAN must be (default: any)",
+  },
+  {
+    flag: 'probe-port',
+    env: 'KD_ADMISSION_PROBE_PORT',
+    help: 'also serve /healthz, /readyz and /metrics over plain HTTP on this port (same bind address), e.g. for kubelet probes when --client-ca-file is set; default off',
+  },
+  {
+    flag: 'namespaces',
+    env: 'KD_WATCH_NAMESPACES',
+    help: 'namespaces the webhooks select, comma-separated (empty: all); only these are watched (kdapps also in the system namespace), so read rights are needed only there',
   },
 ];
 
@@ -322,6 +336,14 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
       `--headers-timeout (${get('headers-timeout')}) must not exceed --request-timeout (${get('request-timeout')})`,
     );
   }
+  const probePortText = get('probe-port');
+  const probePort = probePortText === undefined ? undefined : Number(probePortText);
+  if (probePort !== undefined && (!Number.isInteger(probePort) || probePort < 0 || probePort > 65535)) {
+    throw new ConfigError(`--probe-port must be an integer 0-65535, got ${JSON.stringify(probePortText)}`);
+  }
+  if (probePort !== undefined && probePort !== 0 && probePort === port) {
+    throw new ConfigError(`--probe-port must differ from --port (both ${port})`);
+  }
   const clientCaFile = get('client-ca-file');
   const clientAllowedNames = list(get('client-allowed-names'));
   if (clientAllowedNames.length > 0 && !clientCaFile) {
@@ -353,5 +375,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     requestTimeoutMs,
     clientCaFile,
     clientAllowedNames,
+    probePort,
+    namespaces: list(get('namespaces')),
   };
 }

@@ -6,12 +6,12 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, KubeClient, type Logger } from '@kd-connections/shared';
+import { CachedLookup, errorMessage, KubeClient, liveGet, type Logger } from '@kd-connections/shared';
 import { createApp, type Readiness } from './app.js';
 import { AdmissionCaches } from './caches.js';
-import { CachedLookup, liveGet } from './cached-lookup.js';
 import type { AdmissionConfig } from './config.js';
 import { AdmissionMetrics } from './metrics.js';
+import { ProbeServer } from './probe-server.js';
 import { AdmissionServer } from './server.js';
 import { BootstrapCertificateSource } from './tls/bootstrap-certificate-source.js';
 import type { CertificateSink, CertificateSource } from './tls/certificate.js';
@@ -66,6 +66,7 @@ export class AdmissionService implements CertificateSink {
   readonly metrics: AdmissionMetrics;
   readonly caches: AdmissionCaches;
   readonly server: AdmissionServer;
+  readonly probes: ProbeServer | undefined;
   private readonly client: KubeClient;
   private readonly source: CertificateSource;
   private readonly log: Logger;
@@ -77,6 +78,8 @@ export class AdmissionService implements CertificateSink {
     this.caches = new AdmissionCaches({
       client: this.client,
       secretConnections: config.secretConnections,
+      namespaces: config.namespaces,
+      systemNamespace: config.systemNamespace,
       log,
       onRestart: (informer, reason) => this.metrics.informerRestarts.inc({ informer, reason }),
     });
@@ -110,6 +113,15 @@ export class AdmissionService implements CertificateSink {
       clientCaPem: config.clientCaFile !== undefined ? readClientCa(config.clientCaFile) : undefined,
       clientAllowedNames: config.clientAllowedNames,
     });
+    this.probes =
+      config.probePort !== undefined
+        ? new ProbeServer({
+            host: config.bindAddress,
+            port: config.probePort,
+            readiness: () => this.readiness(),
+            metrics: this.metrics,
+          })
+        : undefined;
     this.source =
       opts.certificateSource ??
       (config.tlsMode === 'bootstrap'
@@ -139,6 +151,8 @@ export class AdmissionService implements CertificateSink {
   /** Starts the caches and the certificate source, then listens (once a certificate is loaded). */
   async start(): Promise<number> {
     this.caches.start();
+    // Probes answer (not ready) while the certificate and caches load.
+    const probePort = await this.probes?.listen();
     await this.source.start(this.server);
     const port = await this.server.listen();
     this.log.info('listening', {
@@ -148,6 +162,7 @@ export class AdmissionService implements CertificateSink {
       systemNamespace: this.opts.config.systemNamespace,
       secretConnections: this.opts.config.secretConnections,
       clientCertificates: this.opts.config.clientCaFile !== undefined ? 'required' : 'off',
+      ...(probePort !== undefined ? { probePort } : {}),
     });
     return port;
   }
@@ -159,6 +174,7 @@ export class AdmissionService implements CertificateSink {
     this.log.info('shutting down', { delayMs: shutdownDelayMs, timeoutMs: shutdownTimeoutMs });
     if (shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, shutdownDelayMs));
     const { forced } = await this.server.shutdown(shutdownTimeoutMs);
+    await this.probes?.close();
     this.source.stop();
     await this.caches.stop().catch((e) => this.log.warn('stopping caches failed', { error: errorMessage(e) }));
     this.client.close();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CachedLookup, reduceMeta, slimObject, type LiveGet } from '../src/cached-lookup.js';
+import { CachedLookup, metaOnly as reduceMeta, slimObject, type LiveGet } from '@kd-connections/shared';
 import { memoizeLookup } from '../src/memoize-lookup.js';
 import { exampleWorld, MapStore, NS } from './support.js';
 

@@ -29,6 +29,15 @@ describe('configuration', () => {
       requestTimeoutMs: 120_000,
       clientCaFile: undefined,
       clientAllowedNames: [],
+      probePort: undefined,
+      namespaces: [],
+    });
+  });
+
+  it('reads the plain probe port and the namespaces the webhooks select', () => {
+    expect(parseConfig(['--probe-port=8081', '--namespaces=team-a, team-b,team-a'], {})).toMatchObject({
+      probePort: 8081,
+      namespaces: ['team-a', 'team-b'],
     });
   });
 
@@ -164,6 +173,8 @@ describe('configuration', () => {
 
   it.each([
     [['--port', 'x'], '--port must be an integer 0-65535, got "x"'],
+    [['--probe-port=http'], '--probe-port must be an integer 0-65535, got "http"'],
+    [['--port=9443', '--probe-port=9443'], '--probe-port must differ from --port (both 9443)'],
     [['--secret-connections=maybe'], '--secret-connections must be true or false, got "maybe"'],
     [['--log-level', 'loud'], '--log-level must be debug, info, warn or error, got "loud"'],
     [['--shutdown-timeout=-1'], '--shutdown-timeout must be a number ≥ 0, got "-1"'],

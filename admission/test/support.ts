@@ -5,9 +5,17 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { objectKey, type KDApp, type KDCluster, type MetaObject, type RuleOptions } from '@kd-connections/shared';
 import type { AdmissionReview } from '../src/admission-review.js';
-import { CachedLookup, type LiveGet, type ObjectStore } from '../src/cached-lookup.js';
+import {
+  CachedLookup,
+  objectKey,
+  type KDApp,
+  type KDCluster,
+  type LiveGet,
+  type MetaObject,
+  type ObjectStore,
+  type RuleOptions,
+} from '@kd-connections/shared';
 import type { WebhookDeps } from '../src/webhook.js';
 
 export const NS = 'ml';

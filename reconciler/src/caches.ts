@@ -1,24 +1,23 @@
 /**
  * The reconciler's view of the cluster: informers for kdclusters, kdapps, labelled ConfigMaps and
  * Secrets, and member pods — all namespaces, or one informer per watched namespace. Stored objects are
- * trimmed to what rendering needs (no managedFields; pods keep only our two small annotations; Secrets
+ * trimmed by shared's trim-object (no managedFields; pods keep only our two small annotations; Secrets
  * keep their keys, and values only when inlining is on), which is what keeps 10,000 cached pods small.
  */
 import {
-  ANNOTATION_CONFIGMETA,
-  ANNOTATION_CONFIGMETA_GENERATOR,
-  ANNOTATION_CONFIGMETA_HASH,
-  ACCEPT_META,
-  annotationsSize,
-  errorStatus,
+  CachedLookup,
   Informer,
-  secretDataHash,
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
   LABEL_CM_TYPE,
   LABEL_KDCLUSTER,
   LABEL_SECRET_TYPE,
   API_VERSION,
+  liveGet,
+  slimObject,
+  trimPod,
+  trimSecret,
+  type CachedPod,
   type ConfigMapLike,
   type Handler,
   type InformerEvent,
@@ -28,76 +27,11 @@ import {
   type KubeClient,
   type KubeObject,
   type Logger,
-  type MetaObject,
-  type PodLike,
   type SecretLike,
   type World,
 } from '@kd-connections/shared';
 
-const OUR_POD_ANNOTATIONS = [ANNOTATION_CONFIGMETA, ANNOTATION_CONFIGMETA_GENERATOR, ANNOTATION_CONFIGMETA_HASH];
-
-/** A pod as cached: identity, labels, DNS fields, readiness, and our generator/hash annotations. */
-export interface CachedPod extends PodLike {
-  metadata: PodLike['metadata'] & {
-    /** Bytes of the pod's annotations other than ours, for the annotation size limit. */
-    otherAnnotationsBytes: number;
-  };
-}
-
-function trimMeta(m: KubeObject['metadata']): Record<string, unknown> {
-  const { managedFields: _mf, ...rest } = m as Record<string, unknown>;
-  return rest;
-}
-
-export function trimPod(o: KubeObject): CachedPod {
-  const p = o as unknown as PodLike;
-  const ann = p.metadata.annotations;
-  const ours = ann
-    ? Object.fromEntries(
-        OUR_POD_ANNOTATIONS.filter((k) => k !== ANNOTATION_CONFIGMETA && k in ann).map((k) => [k, ann[k]!]),
-      )
-    : undefined;
-  const others = ann
-    ? Object.fromEntries(Object.entries(ann).filter(([k]) => !OUR_POD_ANNOTATIONS.includes(k)))
-    : undefined;
-  return {
-    metadata: {
-      name: p.metadata.name,
-      namespace: p.metadata.namespace,
-      uid: p.metadata.uid,
-      resourceVersion: p.metadata.resourceVersion,
-      labels: p.metadata.labels,
-      // Kept as a map (possibly empty) when the pod has any annotation: a patch must then add keys, not the map.
-      annotations: ours,
-      deletionTimestamp: p.metadata.deletionTimestamp,
-      otherAnnotationsBytes: annotationsSize(others),
-    },
-    spec: { hostname: p.spec?.hostname, subdomain: p.spec?.subdomain },
-    status: {
-      phase: p.status?.phase,
-      conditions: (p.status?.conditions ?? [])
-        .filter((c) => c.type === 'Ready')
-        .map((c) => ({ type: c.type, status: c.status })),
-    },
-  };
-}
-
-export function trimSecret(inlineValues: boolean): (o: KubeObject) => SecretLike {
-  return (o) => {
-    const s = o as unknown as { metadata: KubeObject['metadata']; data?: Record<string, string> };
-    const data = s.data ?? {};
-    return {
-      metadata: trimMeta(s.metadata) as SecretLike['metadata'],
-      keys: Object.keys(data).sort(),
-      dataHash: secretDataHash(s.metadata.uid, data),
-      ...(inlineValues ? { data: { ...data } } : {}),
-    };
-  };
-}
-
-function trimWhole<T>(o: KubeObject): T {
-  return { ...o, metadata: trimMeta(o.metadata) } as T;
-}
+export type { CachedPod } from '@kd-connections/shared';
 
 /** One informer per namespace (or one for all), behind a single get/list/index surface. */
 export class NamespacedCache<T extends KubeObject> {
@@ -201,7 +135,7 @@ export class Caches {
 
     this.clusters = new NamespacedCache(
       watched,
-      make('kdclusters', kd(KDCLUSTER_PLURAL), { transform: (x) => trimWhole(x) }),
+      make('kdclusters', kd(KDCLUSTER_PLURAL), { transform: (x) => slimObject(x) as KDCluster & KubeObject }),
     );
     this.clusters.addIndex(INDEX_CLUSTERS_BY_APP, (c) => [
       `${c.metadata.namespace}/${c.spec?.app ?? ''}`,
@@ -210,11 +144,14 @@ export class Caches {
     // Apps in the system catalog are needed whatever namespaces are watched.
     this.apps = new NamespacedCache(
       watched ? [...watched, o.systemNamespace] : undefined,
-      make('kdapps', kd(KDAPP_PLURAL), { transform: (x) => trimWhole(x) }),
+      make('kdapps', kd(KDAPP_PLURAL), { transform: (x) => slimObject(x) as KDApp & KubeObject }),
     );
     this.configMaps = new NamespacedCache(
       watched,
-      make('configmaps', core('configmaps'), { labelSelector: LABEL_CM_TYPE, transform: (x) => trimWhole(x) }),
+      make('configmaps', core('configmaps'), {
+        labelSelector: LABEL_CM_TYPE,
+        transform: (x) => slimObject(x) as ConfigMapLike & KubeObject,
+      }),
     );
     this.secrets = o.secretConnections
       ? new NamespacedCache(
@@ -258,59 +195,30 @@ export class Caches {
   }
 
   /**
-   * A ConfigMap/Secret the label-filtered cache does not hold may exist without the label. One
-   * metadata-only read tells "unlabeled" from "missing" (only for connections that are not connected).
+   * The World the shared rules and renderer read from. Apps and clusters come from the caches only; a
+   * ConfigMap/Secret the label-selected cache does not hold may exist without the label, and one
+   * metadata-only read tells "unlabeled" from "missing". Labelled but not cached yet (created a moment
+   * ago): an error, so the key is retried once the watch catches up instead of reporting it missing.
    */
-  private async liveMeta(
-    kind: 'configmaps' | 'secrets',
-    namespace: string,
-    name: string,
-  ): Promise<MetaObject | undefined> {
-    try {
-      const m = await this.o.client.get<MetaObject>(`/api/v1/namespaces/${namespace}/${kind}/${name}`, {
-        accept: ACCEPT_META,
-      });
-      return { metadata: { ...m.metadata, labels: m.metadata.labels ?? {} } };
-    } catch (e) {
-      if (errorStatus(e) === 404) return undefined;
-      throw e;
-    }
-  }
-
-  /**
-   * Present but unlabeled: the metadata (no data is needed to say so). Absent: undefined. Labelled but
-   * not cached yet (created a moment ago): an error, so the key is retried once the watch catches up
-   * instead of reporting it missing.
-   */
-  private async unlabeledOrMissing(
-    kind: 'configmaps' | 'secrets',
-    ns: string,
-    name: string,
-    label: string,
-  ): Promise<MetaObject | undefined> {
-    const meta = await this.liveMeta(kind, ns, name);
-    if (meta && meta.metadata.labels?.[label] !== undefined) {
-      throw new Error(`${kind.slice(0, -1)} ${ns}/${name} is labelled but not in the cache yet; retrying`);
-    }
-    return meta;
-  }
-
-  /** The World the shared rules and renderer read from. */
   world(): World {
+    const stores = {
+      apps: this.apps,
+      clusters: this.clusters,
+      configmaps: this.configMaps,
+      secrets: this.secrets,
+    };
+    const lookup = new CachedLookup<ConfigMapLike, SecretLike>(stores, liveGet(this.o.client, 10_000), undefined, {
+      cacheOnly: true,
+      retryLabelledMiss: true,
+    });
     return {
-      getApp: async (ns, name) => this.apps.get(ns, name),
-      getCluster: async (ns, name) => this.clusters.get(ns, name),
-      getConfigMap: async (ns, name) => {
-        const cm = this.configMaps.get(ns, name);
-        if (cm || !this.configMaps.watches(ns)) return cm;
-        return this.unlabeledOrMissing('configmaps', ns, name, LABEL_CM_TYPE);
-      },
+      getApp: (ns, name) => lookup.getApp(ns, name),
+      getCluster: (ns, name) => lookup.getCluster(ns, name),
+      getConfigMap: (ns, name) => lookup.getConfigMap(ns, name),
+      // Read live, an unlabeled Secret has no keys: it is never rendered.
       getSecret: async (ns, name) => {
-        if (!this.secrets) return undefined;
-        const s = this.secrets.get(ns, name);
-        if (s || !this.secrets.watches(ns)) return s;
-        const meta = await this.unlabeledOrMissing('secrets', ns, name, LABEL_SECRET_TYPE);
-        return meta && { ...meta, keys: [] };
+        const s = await lookup.getSecret(ns, name);
+        return s && ('keys' in s ? (s as SecretLike) : { ...s, keys: [] });
       },
       podsOf: async (ns, cluster) => this.pods.byIndex(INDEX_PODS_BY_CLUSTER, `${ns}/${cluster}`),
     };

@@ -1,7 +1,10 @@
 /**
  * Wiring: informer events → keys in the work queue (via the reverse index) → reconcileCluster.
  * Handlers only enqueue; they never look at what changed beyond deciding whom to wake. Caches run on
- * every replica (a standby is warm); the queue runs only while this replica leads.
+ * every replica (a standby is warm); the queue runs only while this replica leads, and every write a
+ * reconcile makes goes through a client scoped to that leadership: once it ends, nothing more is sent
+ * and writes in flight are cut (a request already received by the API server may still apply; its
+ * `test` preconditions keep that harmless).
  */
 import {
   API_VERSION,
@@ -22,8 +25,17 @@ import { Caches, INDEX_CLUSTERS_BY_APP, type CachedPod } from './caches.js';
 import type { ReconcilerConfig } from './config.js';
 import type { ReconcilerMetrics, WriteKind } from './metrics.js';
 import { Expectations, rvAtLeast } from './expectations.js';
+import type { Leadership } from './leader-election.js';
 import { reconcileCluster, RetryableError, writeKey, type Writes } from './reconcile.js';
-import { WorkQueue } from './work-queue.js';
+import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
+
+/** One term of leadership as the write path sees it. */
+interface Term {
+  signal: AbortSignal;
+  check: () => void;
+  /** The API client for writes, scoped to the term. */
+  client: KubeClient;
+}
 
 export class Controller {
   readonly caches: Caches;
@@ -31,7 +43,7 @@ export class Controller {
   readonly index = new ReverseIndex();
   readonly events: EventRecorder;
   readonly expectations = new Expectations();
-  private leading = false;
+  private term: Term | undefined;
 
   constructor(
     private readonly client: KubeClient,
@@ -57,15 +69,18 @@ export class Controller {
       log,
       onWrite: (ok) => metrics.writes.inc({ kind: 'event', result: ok ? 'ok' : 'error' }),
     });
-    this.queue = new WorkQueue((key) => this.reconcile(key), {
+    this.queue = new WorkQueue((key, signal) => this.reconcile(key, signal), {
       concurrency: cfg.concurrency,
-      onResult: (key, result, ms, error) => {
+      maxDelayMs: MAX_REQUEUE_DELAY_MS,
+      onResult: (key, result, ms, error, retryInMs) => {
         metrics.reconciles.inc({ result });
         metrics.reconcileSeconds.observe(ms / 1000);
         metrics.queueDepth.set(this.queue.depth);
-        if (result === 'error') {
+        if (result === 'aborted') {
+          log.info('reconcile cut short: leadership ended', { cluster: key, error: errorMessage(error) });
+        } else if (result === 'error') {
           const level = error instanceof RetryableError ? 'info' : 'warn';
-          log[level]('reconcile will be retried', { cluster: key, error: errorMessage(error) });
+          log[level]('reconcile will be retried', { cluster: key, error: errorMessage(error), retryInMs });
         }
       },
     });
@@ -73,7 +88,7 @@ export class Controller {
   }
 
   private enqueue(key: string): void {
-    if (!this.leading) return;
+    if (!this.term) return;
     this.queue.add(key);
     this.metrics.queueDepth.set(this.queue.depth);
   }
@@ -149,21 +164,27 @@ export class Controller {
     pods.on('delete', (p) => onPod(p, { ...p, metadata: { ...p.metadata, uid: `${p.metadata.uid}-gone` } }, true));
   }
 
-  /** Called when this replica becomes leader: every cluster is reconciled once (level-triggered resync). */
-  startLeading(): void {
-    this.leading = true;
+  /**
+   * Called when this replica becomes leader: every cluster is reconciled once (level-triggered resync).
+   * The work runs, and writes, until `leadership.signal` fires.
+   */
+  startLeading(leadership: Leadership): void {
+    const { signal, check } = leadership;
+    if (signal.aborted) return;
+    this.term = { signal, check, client: this.client.scoped({ signal, guard: check }) };
     this.metrics.leader.set(1);
     for (const c of this.caches.clusters.list()) this.queue.add(objectKey(c.metadata.namespace, c.metadata.name));
-    this.queue.start();
+    this.queue.start(signal);
   }
 
+  /** Stops taking work; resolves when the reconciles in flight have ended. */
   async stopLeading(): Promise<void> {
-    this.leading = false;
+    this.term = undefined;
     this.metrics.leader.set(0);
     await this.queue.stop();
   }
 
-  private writes(): Writes {
+  private writes(term: Term): Writes {
     const counted = async <T>(kind: WriteKind, w: () => Promise<T>): Promise<T> => {
       try {
         const r = await w();
@@ -192,15 +213,15 @@ export class Controller {
     return {
       patchCluster: (ns, name, ops: PatchOp[]) =>
         counted('kdcluster', async () =>
-          expectCluster(await this.client.jsonPatch<KDCluster>(kd(ns, name), ops, { query: fm })),
+          expectCluster(await term.client.jsonPatch<KDCluster>(kd(ns, name), ops, { query: fm })),
         ),
       patchClusterStatus: (ns, name, ops: PatchOp[]) =>
         counted('kdcluster_status', async () =>
-          expectCluster(await this.client.jsonPatch<KDCluster>(`${kd(ns, name)}/status`, ops, { query: fm })),
+          expectCluster(await term.client.jsonPatch<KDCluster>(`${kd(ns, name)}/status`, ops, { query: fm })),
         ),
       patchPod: (ns, name, ops: PatchOp[]) =>
         counted('pod', async () => {
-          const pod = await this.client.jsonPatch<{ metadata: { resourceVersion?: string } }>(
+          const pod = await term.client.jsonPatch<{ metadata: { resourceVersion?: string } }>(
             `/api/v1/namespaces/${ns}/pods/${name}`,
             ops,
             { query: fm },
@@ -213,13 +234,20 @@ export class Controller {
     };
   }
 
-  private async reconcile(key: string): Promise<{ requeueAfterMs: number } | void> {
-    if (!this.leading) return;
+  private async reconcile(key: string, signal: AbortSignal): Promise<{ requeueAfterMs: number } | void> {
+    const term = this.term;
+    if (!term || term.signal !== signal || signal.aborted) return;
     const outcome = await reconcileCluster(key, {
       getCluster: (ns, name) => this.caches.clusters.get(ns, name),
       world: this.caches.world(),
-      writes: this.writes(),
-      events: this.events,
+      writes: this.writes(term),
+      // Events are posted fire-and-forget by the shared recorder; a former leader posts none.
+      events: {
+        record: (e) => {
+          term.check();
+          if (!signal.aborted) this.events.record(e);
+        },
+      },
       log: this.log,
       opts: {
         systemNamespace: this.cfg.systemNamespace,

@@ -12,7 +12,7 @@ export class ReconcilerMetrics {
   });
   readonly reconciles = new Counter({
     name: 'kd_reconciler_reconciles_total',
-    help: 'Reconcile runs by result (success, requeue, error, terminal)',
+    help: 'Reconcile runs by result (success, requeue, error, terminal, aborted: leadership ended mid-run)',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

@@ -6,7 +6,10 @@
  * - per-key exponential requeue on failure (reset by success), and delayed adds;
  * - terminal errors are not retried (the next event for the key brings it back).
  * Nothing sleeps inside a worker; retries go back through the queue.
+ * Work runs under the signal given to start(): when it fires (leadership lost) the queue stops taking
+ * keys and drops its pending retries, and every run in flight sees the signal, so its writes end.
  */
+import { systemClock, type Clock, type TimerHandle } from './clock.js';
 
 export type ReconcileResult = { requeueAfterMs?: number } | void;
 
@@ -17,12 +20,20 @@ export class TerminalError extends Error {
   }
 }
 
+/** The requeue backoff cap: after an outage every failed key is retried within this long of its end. */
+export const MAX_REQUEUE_DELAY_MS = 30_000;
+
+/** `aborted`: the run's signal fired (leadership lost); not retried here, the next leader resyncs. */
+export type RunOutcome = 'success' | 'requeue' | 'error' | 'terminal' | 'aborted';
+
 export interface QueueOptions {
   concurrency: number;
   baseDelayMs?: number;
+  /** Default MAX_REQUEUE_DELAY_MS. */
   maxDelayMs?: number;
-  /** Called after every run, for metrics and logs. */
-  onResult?: (key: string, outcome: 'success' | 'requeue' | 'error' | 'terminal', ms: number, error?: unknown) => void;
+  clock?: Clock;
+  /** Called after every run, for metrics and logs; `retryInMs`: when it runs again (requeue, error). */
+  onResult?: (key: string, outcome: RunOutcome, ms: number, error?: unknown, retryInMs?: number) => void;
 }
 
 export class WorkQueue {
@@ -31,19 +42,22 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, { timer: NodeJS.Timeout; due: number }>();
+  private readonly timers = new Map<string, { timer: TimerHandle; due: number }>();
   private active = 0;
   private running = false;
+  private signal: AbortSignal = new AbortController().signal;
   private idleWaiters: (() => void)[] = [];
   private readonly base: number;
   private readonly max: number;
+  private readonly clock: Clock;
 
   constructor(
-    private readonly work: (key: string) => Promise<ReconcileResult>,
+    private readonly work: (key: string, signal: AbortSignal) => Promise<ReconcileResult>,
     private readonly opts: QueueOptions,
   ) {
     this.base = opts.baseDelayMs ?? 5;
-    this.max = opts.maxDelayMs ?? 5 * 60_000;
+    this.max = opts.maxDelayMs ?? MAX_REQUEUE_DELAY_MS;
+    this.clock = opts.clock ?? systemClock;
   }
 
   /** Queue depth: keys waiting, not counting those being processed. */
@@ -69,15 +83,18 @@ export class WorkQueue {
   /** Adds the key after `ms`; a shorter pending delay wins. */
   addAfter(key: string, ms: number): void {
     if (ms <= 0) return this.add(key);
-    const due = Date.now() + ms;
+    const due = this.clock.now() + ms;
     const pending = this.timers.get(key);
     if (pending && pending.due <= due) return;
-    if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key);
-    }, ms);
-    timer.unref();
+    if (pending) this.clock.clearTimeout(pending.timer);
+    const timer = this.clock.setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.add(key);
+      },
+      ms,
+      { unref: true },
+    );
     this.timers.set(key, { timer, due });
   }
 
@@ -86,7 +103,15 @@ export class WorkQueue {
     return Math.min(this.max, this.base * 2 ** Math.max(0, failures - 1));
   }
 
-  start(): void {
+  /**
+   * Starts working; every run gets `signal`. When it fires the queue stops as stop() does (a new start()
+   * with a new signal resumes). Failure counts start afresh.
+   */
+  start(signal: AbortSignal = new AbortController().signal): void {
+    if (signal.aborted) return;
+    this.signal = signal;
+    this.failures.clear();
+    signal.addEventListener('abort', () => this.signal === signal && void this.stop(), { once: true });
     this.running = true;
     this.pump();
   }
@@ -94,7 +119,7 @@ export class WorkQueue {
   /** Stops taking new keys; resolves when in-flight work has finished. Queued keys stay queued. */
   async stop(): Promise<void> {
     this.running = false;
-    for (const t of this.timers.values()) clearTimeout(t.timer);
+    for (const t of this.timers.values()) this.clock.clearTimeout(t.timer);
     this.timers.clear();
     await this.whenIdle();
   }
@@ -119,12 +144,13 @@ export class WorkQueue {
   }
 
   private async runOne(key: string): Promise<void> {
-    const started = Date.now();
-    let outcome: 'success' | 'requeue' | 'error' | 'terminal' = 'success';
+    const started = this.clock.now();
+    const signal = this.signal;
+    let outcome: RunOutcome = 'success';
     let error: unknown;
     let retryIn: number | undefined;
     try {
-      const result = await this.work(key);
+      const result = await this.work(key, signal);
       this.failures.delete(key);
       if (result && result.requeueAfterMs !== undefined) {
         outcome = 'requeue';
@@ -132,7 +158,9 @@ export class WorkQueue {
       }
     } catch (e) {
       error = e;
-      if (e instanceof TerminalError) {
+      if (signal.aborted) {
+        outcome = 'aborted';
+      } else if (e instanceof TerminalError) {
         outcome = 'terminal';
         this.failures.delete(key);
       } else {
@@ -145,7 +173,7 @@ export class WorkQueue {
       this.processing.delete(key);
       this.active--;
     }
-    this.opts.onResult?.(key, outcome, Date.now() - started, error);
+    this.opts.onResult?.(key, outcome, this.clock.now() - started, error, retryIn);
     if (this.dirty.delete(key)) this.add(key);
     else if (retryIn !== undefined && this.running) this.addAfter(key, retryIn);
     this.pump();

@@ -15,6 +15,7 @@ import {
   LABEL_SECRET_TYPE,
   objectKey,
   silentLogger,
+  trimPod,
   type ConfigMapLike,
   type EventInput,
   type KDApp,
@@ -24,7 +25,6 @@ import {
   type SecretLike,
   type World,
 } from '@kd-connections/shared';
-import { trimPod } from '../src/caches.js';
 import { reconcileCluster, RetryableError, type ReconcileDeps } from '../src/reconcile.js';
 
 const NS = 'ml';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { TerminalError, WorkQueue } from '../src/work-queue.js';
+import { MAX_REQUEUE_DELAY_MS, TerminalError, WorkQueue, type RunOutcome } from '../src/work-queue.js';
+import { FakeClock } from './fake-clock.js';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 
@@ -140,5 +141,78 @@ describe('WorkQueue', () => {
     await stopping;
     expect(runs).toEqual(['slow']);
     expect(q.depth).toBe(1); // kept for when work starts again
+  });
+
+  it('caps the requeue backoff at 30 s by default, as README promises', () => {
+    const q = new WorkQueue(async () => {}, { concurrency: 1 });
+    expect(MAX_REQUEUE_DELAY_MS).toBe(30_000);
+    expect(q.backoff(12)).toBeLessThan(30_000);
+    expect(q.backoff(14)).toBe(30_000);
+    expect(q.backoff(1000)).toBe(30_000);
+  });
+
+  it.each([60_000, 90_000, 150_000])(
+    'a %i ms outage: retries keep going with capped gaps, and the key succeeds within 30 s of the end',
+    async (outageMs) => {
+      const clock = new FakeClock();
+      const start = clock.now();
+      const outageEnd = start + outageMs;
+      const attempts: number[] = [];
+      let succeededAt: number | undefined;
+      const q = new WorkQueue(
+        async () => {
+          attempts.push(clock.now());
+          if (clock.now() < outageEnd) throw new Error('connect ECONNREFUSED');
+          succeededAt = clock.now();
+        },
+        { concurrency: 1, clock },
+      );
+      q.start();
+      q.add('k');
+      await clock.until(() => succeededAt !== undefined, outageMs + 60_000, 250);
+      const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
+      expect(Math.max(...gaps)).toBeLessThanOrEqual(MAX_REQUEUE_DELAY_MS);
+      expect(succeededAt! - outageEnd).toBeLessThanOrEqual(MAX_REQUEUE_DELAY_MS);
+      expect(succeededAt! - outageEnd).toBeGreaterThanOrEqual(0);
+      // Growing, not a tight loop: 13 attempts to reach the cap, then two a minute.
+      expect(attempts.length).toBeLessThanOrEqual(15 + (outageMs / 60_000) * 2);
+      await clock.advance(120_000);
+      expect(attempts.at(-1)).toBe(succeededAt);
+    },
+  );
+
+  it('when its signal fires: the run in flight sees it, is reported aborted, is not retried; the next start resumes', async () => {
+    const clock = new FakeClock();
+    const seen: AbortSignal[] = [];
+    const outcomes: string[] = [];
+    const gate = deferred();
+    const q = new WorkQueue(
+      async (k, signal) => {
+        seen.push(signal);
+        if (k === 'slow') {
+          await Promise.race([gate.promise, new Promise((_, fail) => signal.addEventListener('abort', fail))]);
+        }
+        if (k === 'failing') throw new Error('refused');
+      },
+      { concurrency: 2, clock, onResult: (k, o: RunOutcome) => outcomes.push(`${k}:${o}`) },
+    );
+    const term1 = new AbortController();
+    q.start(term1.signal);
+    q.add('failing');
+    q.add('slow');
+    await tick();
+    expect(outcomes).toEqual(['failing:error']); // a retry is pending
+    term1.abort();
+    await q.whenIdle();
+    expect(outcomes).toEqual(['failing:error', 'slow:aborted']);
+    q.add('later');
+    await clock.advance(10 * 60_000);
+    expect(outcomes).toHaveLength(2); // stopped: no retry, nothing new
+    expect(q.depth).toBe(1);
+    const term2 = new AbortController();
+    q.start(term2.signal);
+    await q.whenIdle();
+    expect(outcomes).toEqual(['failing:error', 'slow:aborted', 'later:success']);
+    expect(seen.map((s) => s === term2.signal)).toEqual([false, false, true]);
   });
 });

@@ -1,8 +1,9 @@
 /**
- * The status a reconcile writes (DESIGN §3): generator bookkeeping, the connection hash, each
+ * The status a reconcile writes: generator bookkeeping, the connection hash, each
  * connection's state, member counts, and the two conditions. Pure: the reconciler compares the result
  * with what is stored and writes only a difference.
  */
+import { tooLargeMessage } from './annotation-size.js';
 import type { Member } from './members.js';
 import type { Condition, ConnectionStatus, KDClusterStatus } from './types.js';
 
@@ -100,7 +101,7 @@ function syncedCondition(input: StatusInput): ConditionInput {
       ...base,
       status: 'False',
       reason: 'ConfigMetaTooLarge',
-      message: `configmeta is ${delivery.tooLargeBytes} bytes and does not fit in a pod annotation (annotations are limited to 262144 bytes in total); nothing was written`,
+      message: tooLargeMessage(delivery.tooLargeBytes),
     };
   }
   const failed = Object.keys(delivery.failed).sort();

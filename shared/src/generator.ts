@@ -1,10 +1,11 @@
 /**
- * The mutating webhook's rule for spec.configMetaGenerator (DESIGN §4). Deterministic and based on the
- * old object, so re-applying an unchanged manifest (client-side, server-side, GitOps) never drifts:
+ * The rules for spec.configMetaGenerator. The mutating webhook's (decideGenerator) is deterministic and
+ * based on the old object, so re-applying an unchanged manifest (client-side, server-side, GitOps) never
+ * drifts:
  * - CREATE: incoming value (or 0) + 1 when any connection is listed; otherwise unchanged.
  * - UPDATE: base = old value; an absent incoming value means "keep base"; when the connection sets
  *   changed, max(incoming, base + 1); otherwise the incoming value, or base when absent.
- * No patch when the result equals what the request carries.
+ * No patch when the result equals what the request carries. The reconciler's (decideBump) is below.
  */
 import { diffConnections, hasConnections } from './connection-sets.js';
 import type { PatchOp } from './json-patch.js';
@@ -55,4 +56,37 @@ export function decideGenerator(
   const patch: PatchOp[] =
     value !== undefined && value !== incoming ? [{ op: 'add', path: '/spec/configMetaGenerator', value }] : [];
   return { value, patch, reason };
+}
+
+export interface GeneratorBump {
+  from: number;
+  to: number;
+  /** JSON Patch on the kdcluster: the generator is tested (or the resourceVersion, when absent) and raised. */
+  ops: PatchOp[];
+}
+
+/**
+ * The reconciler's rule: request a regeneration (generator + 1) when what the pods would see (`hash`)
+ * differs from status.connectionsHash and none is pending. A cluster seen for the first time (no
+ * connectionsHash yet) gets its status initialized without a bump; a pending regeneration (generator
+ * above status.lastConfigMetaGenerator) is delivered, not bumped again.
+ */
+export function decideBump(cluster: KDCluster, hash: string): GeneratorBump | undefined {
+  const status = cluster.status ?? {};
+  const from = cluster.spec?.configMetaGenerator ?? 0;
+  const firstSeen = status.connectionsHash === undefined;
+  const pending = from > (status.lastConfigMetaGenerator ?? -1);
+  if (firstSeen || pending || hash === status.connectionsHash) return undefined;
+  const to = from + 1;
+  const ops: PatchOp[] =
+    typeof cluster.spec?.configMetaGenerator === 'number'
+      ? [
+          { op: 'test', path: '/spec/configMetaGenerator', value: from },
+          { op: 'replace', path: '/spec/configMetaGenerator', value: to },
+        ]
+      : [
+          { op: 'test', path: '/metadata/resourceVersion', value: cluster.metadata.resourceVersion },
+          { op: 'add', path: '/spec/configMetaGenerator', value: to },
+        ];
+  return { from, to, ops };
 }

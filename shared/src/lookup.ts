@@ -1,15 +1,28 @@
-import type { KDApp, KDCluster, MetaObject } from './types.js';
+import type { ConfigMapLike, KDApp, KDCluster, MetaObject, PodLike, SecretLike } from './types.js';
 
 /**
- * What the rules may ask about the rest of the cluster. The admission service answers from watch-fed
- * caches with a live read on a miss; unit tests answer from plain maps.
+ * The one read port the connection rules, the classifier and the renderer read the rest of the cluster
+ * through. The admission service answers from watch-fed caches with a live read on a miss (metadata is
+ * enough there: the rules only look at labels); the reconciler answers with whole ConfigMaps and
+ * Secrets (`World`); unit tests answer from plain maps.
  */
-export interface Lookup {
+export interface Lookup<CM extends MetaObject = MetaObject, S extends MetaObject = MetaObject> {
   getApp(namespace: string, name: string): Promise<KDApp | undefined>;
   getCluster(namespace: string, name: string): Promise<KDCluster | undefined>;
-  /** Metadata is enough: rules only look at labels. */
-  getConfigMap(namespace: string, name: string): Promise<MetaObject | undefined>;
-  getSecret(namespace: string, name: string): Promise<MetaObject | undefined>;
+  getConfigMap(namespace: string, name: string): Promise<CM | undefined>;
+  getSecret(namespace: string, name: string): Promise<S | undefined>;
+}
+
+/** The admission service's Lookup also lists clusters (validating a kdapp asks who uses it). */
+export interface AppLookup extends Lookup {
+  /** Clusters in one namespace, or in all namespaces when namespace is undefined. */
+  listClusters(namespace?: string): Promise<KDCluster[]>;
+}
+
+/** The reconciler's Lookup: whole ConfigMaps and Secrets (for rendering and hashing) and member pods. */
+export interface World extends Lookup<ConfigMapLike, SecretLike> {
+  /** Pods labelled as members of the cluster `clusterName` in `namespace`. */
+  podsOf(namespace: string, clusterName: string): Promise<PodLike[]>;
 }
 
 export interface RuleOptions {

@@ -10,6 +10,7 @@
  * - kubectl's last-applied-configuration annotation is never copied (for a Secret it holds the values).
  */
 import type { Member } from './members.js';
+import { isDroppedAnnotation } from './trim-object.js';
 import {
   LABEL_CM_TYPE,
   LABEL_SECRET_TYPE,
@@ -118,7 +119,6 @@ export interface RenderOptions {
 }
 
 const NODEGROUP = '1';
-const DROPPED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
 
 const ref = (prefix: string[], ...path: string[]): RefKey => ({ bdvlibrefkey: [...prefix, ...path] });
 
@@ -267,7 +267,7 @@ function keptAnnotations(a: Record<string, string> | undefined): Record<string, 
   if (!a) return null;
   return Object.fromEntries(
     Object.entries(a)
-      .filter(([k]) => !DROPPED_ANNOTATIONS.has(k))
+      .filter(([k]) => !isDroppedAnnotation(k))
       .sort(([x], [y]) => (x < y ? -1 : 1)),
   );
 }
@@ -347,13 +347,4 @@ export function renderConfigMetaForMembers(
     out.set(m.pod, JSON.stringify(doc));
   }
   return out;
-}
-
-/** Kubernetes' limit on the total size of an object's annotations (keys + values), in bytes. */
-export const ANNOTATIONS_SIZE_LIMIT = 256 * 1024;
-
-export function annotationsSize(annotations: Record<string, string> | undefined): number {
-  let n = 0;
-  for (const [k, v] of Object.entries(annotations ?? {})) n += Buffer.byteLength(k) + Buffer.byteLength(v);
-  return n;
 }

@@ -5,18 +5,13 @@
 import { isConnectable, describeApp, parseVersionSpec } from './connectable.js';
 import { connectionSets } from './connection-sets.js';
 import type { FieldError, RuleResult } from './field-errors.js';
-import { resolveApp, type Lookup, type RuleOptions } from './lookup.js';
-import type { KDApp, KDCluster } from './types.js';
+import { resolveApp, type AppLookup, type RuleOptions } from './lookup.js';
+import type { KDApp } from './types.js';
 
 export interface AppReview {
   operation: 'CREATE' | 'UPDATE';
   object: KDApp;
   oldObject?: KDApp;
-}
-
-export interface AppLookup extends Lookup {
-  /** Clusters in one namespace, or in all namespaces when namespace is undefined. */
-  listClusters(namespace?: string): Promise<KDCluster[]>;
 }
 
 const ENTRY_FIELDS = ['category', 'distroID', 'version'] as const;

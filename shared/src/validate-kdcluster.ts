@@ -1,23 +1,17 @@
 /**
- * Validation of a KubeDirectorCluster's connections (DESIGN §4). Reports every violation at once,
+ * Validation of a KubeDirectorCluster's connections. Reports every violation at once,
  * each with its field path. Lookup-free rules (names, duplicates, self, generator) are also CEL rules
  * in the CRD, so the API server enforces them when the webhook is down; they are repeated here so a
- * single answer names everything and so the rules are testable in one place.
+ * single answer names everything and so the rules are testable in one place. Each connection is judged
+ * by the classifier the reconciler uses too; this file adds the added-vs-kept policy.
  */
-import { describeAllowed, describeApp, isConnectable } from './connectable.js';
-import { connectionSets } from './connection-sets.js';
+import { observeCluster, observeObject, selfConnectionMessage, type Verdict } from './classify-connection.js';
+import { connectionSets, type ConnectionSets } from './connection-sets.js';
 import { isDeepStrictEqual } from 'node:util';
 import type { FieldError, RuleResult } from './field-errors.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
 import { invalidObjectName } from './names.js';
-import {
-  CONNECTION_LISTS,
-  LABEL_CM_TYPE,
-  LABEL_SECRET_TYPE,
-  type ConnectionList,
-  type KDCluster,
-  type MetaObject,
-} from './types.js';
+import { CONNECTION_LISTS, KIND_OF_LIST, type ConnectionList, type KDCluster } from './types.js';
 
 export interface ClusterReview {
   operation: 'CREATE' | 'UPDATE';
@@ -57,56 +51,10 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
 
   const sets = connectionSets(spec.connections);
   const before = connectionSets(oldSpec?.connections);
-  const lists = spec.connections ?? {};
+  const ctx: ListContext = { namespace: ns, self: name, own, before, lookup, opts, errors, warnings };
+  for (const list of CONNECTION_LISTS) await checkList(list, spec.connections?.[list], ctx);
 
-  for (const list of CONNECTION_LISTS) {
-    const items: unknown[] = Array.isArray(lists[list]) ? (lists[list] as unknown[]) : [];
-    const seen = new Map<string, number>();
-    for (const [i, item] of items.entries()) {
-      const field = `spec.connections.${list}[${i}]`;
-      const bad = invalidObjectName(item);
-      if (bad) {
-        errors.push({ field, message: `${JSON.stringify(item)} ${bad}` });
-        continue;
-      }
-      const n = item as string;
-      const first = seen.get(n);
-      if (first !== undefined) {
-        errors.push({ field, message: `duplicate entry "${n}" (also at index ${first})` });
-        continue;
-      }
-      seen.set(n, i);
-      if (list === 'clusters' && n === name) {
-        errors.push({ field, message: `a cluster cannot connect to itself ("${n}")` });
-        continue;
-      }
-      const added = !before[list].has(n);
-      const problem = await checkConnection(list, n, ns, own, lookup, opts);
-      if (problem.error) {
-        if (added) errors.push({ field, message: problem.error });
-        else warnings.push(`${field}: ${problem.error}; kept because it was connected before this change`);
-      } else if (added && problem.warning) {
-        warnings.push(`${field}: ${problem.warning}`);
-      }
-    }
-  }
-
-  // configMetaGenerator counts requested regenerations: a client may raise it (a forced refresh), never lower it.
-  const was = oldSpec?.configMetaGenerator;
-  const now = spec.configMetaGenerator;
-  if (typeof was === 'number') {
-    if (now === undefined || now === null) {
-      errors.push({
-        field: 'spec.configMetaGenerator',
-        message: `may not be removed (it is ${was}); leave it out of manifests and the webhook keeps it`,
-      });
-    } else if (typeof now === 'number' && now < was) {
-      errors.push({
-        field: 'spec.configMetaGenerator',
-        message: `may not be lowered (from ${was} to ${now}); it counts configmeta regenerations and only goes up`,
-      });
-    }
-  }
+  errors.push(...checkGenerator(oldSpec?.configMetaGenerator, spec.configMetaGenerator));
 
   const addedClusters = [...sets.clusters].filter((c) => !before.clusters.has(c) && c !== name);
   if (errors.length === 0 && addedClusters.length > 0) {
@@ -119,68 +67,89 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
   return { errors, warnings };
 }
 
-interface ConnectionCheck {
-  error?: string;
-  warning?: string;
+interface ListContext {
+  namespace: string;
+  self: string;
+  own: ResolvedApp | undefined;
+  before: ConnectionSets;
+  lookup: Lookup;
+  opts: RuleOptions;
+  errors: FieldError[];
+  warnings: string[];
 }
 
+/**
+ * One connection list: names, duplicates and self-connection (lookup-free), then the classifier's
+ * verdict with the webhook's policy: an added connection that is not Connected is refused; one that
+ * was there before only warns, so a dangling connection never blocks an unrelated update.
+ */
+async function checkList(list: ConnectionList, value: unknown, ctx: ListContext): Promise<void> {
+  const { errors, warnings } = ctx;
+  const items: unknown[] = Array.isArray(value) ? value : [];
+  const seen = new Map<string, number>();
+  for (const [i, item] of items.entries()) {
+    const field = `spec.connections.${list}[${i}]`;
+    const bad = invalidObjectName(item);
+    if (bad) {
+      errors.push({ field, message: `${JSON.stringify(item)} ${bad}` });
+      continue;
+    }
+    const n = item as string;
+    const first = seen.get(n);
+    if (first !== undefined) {
+      errors.push({ field, message: `duplicate entry "${n}" (also at index ${first})` });
+      continue;
+    }
+    seen.set(n, i);
+    // Lookup-free, and also a CEL rule: refused even when it was there before.
+    if (list === 'clusters' && n === ctx.self) {
+      errors.push({ field, message: selfConnectionMessage(n) });
+      continue;
+    }
+    const added = !ctx.before[list].has(n);
+    const verdict = await checkConnection(list, n, ctx, ctx.lookup, ctx.opts);
+    if (verdict.state !== 'Connected') {
+      if (added) errors.push({ field, message: verdict.message ?? verdict.state });
+      else warnings.push(`${field}: ${verdict.message}; kept because it was connected before this change`);
+    } else if (added && verdict.note) {
+      warnings.push(`${field}: ${verdict.note}`);
+    }
+  }
+}
+
+/** configMetaGenerator counts requested regenerations: a client may raise it (a forced refresh), never lower it. */
+function checkGenerator(was: unknown, now: unknown): FieldError[] {
+  if (typeof was !== 'number') return [];
+  if (now === undefined || now === null) {
+    return [
+      {
+        field: 'spec.configMetaGenerator',
+        message: `may not be removed (it is ${was}); leave it out of manifests and the webhook keeps it`,
+      },
+    ];
+  }
+  if (typeof now === 'number' && now < was) {
+    return [
+      {
+        field: 'spec.configMetaGenerator',
+        message: `may not be lowered (from ${was} to ${now}); it counts configmeta regenerations and only goes up`,
+      },
+    ];
+  }
+  return [];
+}
+
+/** What the classifier says of one connection, as the webhook reports it. */
 async function checkConnection(
   list: ConnectionList,
   name: string,
-  ns: string,
-  own: ResolvedApp | undefined,
+  review: { namespace: string; self: string; own: ResolvedApp | undefined },
   lookup: Lookup,
   opts: RuleOptions,
-): Promise<ConnectionCheck> {
-  if (list === 'configmaps') return labelled('configmap', await lookup.getConfigMap(ns, name), name, ns, LABEL_CM_TYPE);
-  if (list === 'secrets') {
-    if (opts.secretConnections === false) {
-      return { error: `secret connections are disabled in this installation (chart value secretConnections.enabled)` };
-    }
-    return labelled('secret', await lookup.getSecret(ns, name), name, ns, LABEL_SECRET_TYPE);
-  }
-  const target = await lookup.getCluster(ns, name);
-  if (!target) return { error: `cluster "${name}" not found in namespace "${ns}"` };
-  const ready = target.status?.members?.ready ?? 0;
-  const warning =
-    ready > 0
-      ? undefined
-      : `cluster "${name}" has no ready members yet; its section of configmeta fills in as they come up`;
-  // Without our own app there is nothing to check against (reported at spec.app).
-  if (!own) return { warning };
-  const rules = own.app.spec?.connectable_to;
-  if (rules === undefined || rules === null) return { warning };
-  const targetApp = await resolveApp(lookup, ns, target.spec ?? {}, opts.systemNamespace);
-  if (!targetApp) {
-    return {
-      error: `cluster "${name}" uses app "${String(target.spec?.app)}", which was not found ${appSearchDescription(ns, target.spec?.appCatalog, opts.systemNamespace)}; it cannot be checked against connectable_to of app "${own.app.metadata.name}"`,
-    };
-  }
-  const verdict = isConnectable(own.app.spec, targetApp.app.spec);
-  if (verdict.allowed) return { warning };
-  const ownName = `app "${own.app.metadata.name}"`;
-  const why =
-    verdict.reason === 'empty'
-      ? `${ownName} allows no cluster connections (connectable_to is empty)`
-      : `connectable_to of ${ownName} does not allow it; allowed: ${describeAllowed(own.app.spec)}`;
-  return { error: `cluster "${name}" uses ${describeApp(targetApp.app)}: ${why}` };
-}
-
-function labelled(
-  kind: 'configmap' | 'secret',
-  obj: MetaObject | undefined,
-  name: string,
-  ns: string,
-  label: string,
-): ConnectionCheck {
-  if (!obj) return { error: `${kind} "${name}" not found in namespace "${ns}"` };
-  const labels = obj.metadata?.labels ?? {};
-  if (!(label in labels)) {
-    return {
-      error: `${kind} "${name}" lacks label ${label}; add it (its value groups the ${kind === 'configmap' ? 'ConfigMap' : 'Secret'} in configmeta) to make it connectable`,
-    };
-  }
-  return {};
+): Promise<Verdict> {
+  const { namespace, self, own } = review;
+  if (list === 'clusters') return (await observeCluster(lookup, namespace, self, name, own, opts)).verdict;
+  return (await observeObject(lookup, KIND_OF_LIST[list] as 'ConfigMap' | 'Secret', namespace, name, opts)).verdict;
 }
 
 /** A path from `self` back to `self` through the newly added clusters, if one exists. */

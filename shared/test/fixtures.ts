@@ -6,9 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import type { AppLookup } from '../src/validate-kdapp.js';
-import { secretDataHash } from '../src/hash.js';
-import type { World } from '../src/resolve-connections.js';
+import type { AppLookup, World } from '../src/lookup.js';
+import { secretDataHash } from '../src/connections-hash.js';
 import {
   API_VERSION,
   LABEL_CM_TYPE,

@@ -9,9 +9,8 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ANNOTATIONS_SIZE_LIMIT, annotationsSize } from '../src/annotation-size.js';
 import {
-  ANNOTATIONS_SIZE_LIMIT,
-  annotationsSize,
   cores,
   memoryMiB,
   renderClusterSection,

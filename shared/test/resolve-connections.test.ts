@@ -1,5 +1,5 @@
 /**
- * Steps 1 and 2 of a reconcile (DESIGN §5): every connection gets a state, forbidden and unlabeled objects
+ * Steps 1 and 2 of a reconcile: every connection gets a state, forbidden and unlabeled objects
  * are left out (fail closed), and the hash covers what pods see — and nothing else.
  */
 import { describe, expect, it } from '@jest/globals';
@@ -47,20 +47,20 @@ describe('resolveConnections: statuses', () => {
     const hash16 = expect.stringMatching(/^[0-9a-f]{16}$/);
     expect(r.statuses).toEqual([
       { kind: 'Cluster', name: 'ghost', state: 'Missing', message: 'cluster "ghost" not found in namespace "ml"' },
-      { kind: 'Cluster', name: 'nb', state: 'NotConnectable', message: 'a cluster cannot connect to itself' },
+      { kind: 'Cluster', name: 'nb', state: 'NotConnectable', message: 'a cluster cannot connect to itself ("nb")' },
       {
         kind: 'Cluster',
         name: 'orphan',
         state: 'NotConnectable',
         message:
-          'its app "no-such-app" was not found in namespace "ml" or in the system catalog (namespace "kd-system")',
+          'cluster "orphan" uses app "no-such-app", which was not found in namespace "ml" or in the system catalog (namespace "kd-system"); it cannot be checked against connectable_to of app "jupyter-notebook"',
       },
       {
         kind: 'Cluster',
         name: 'pg-main',
         state: 'NotConnectable',
         message:
-          'app "postgres" (category "database", distroID "bitnami/postgresql", version "12.4.0") is not allowed by connectable_to of app "jupyter-notebook"; allowed: {category: "training"}, {category: "streaming", version: ">=2.4 <3"}',
+          'cluster "pg-main" uses app "postgres" (category "database", distroID "bitnami/postgresql", version "12.4.0"): connectable_to of app "jupyter-notebook" does not allow it; allowed: {category: "training"}, {category: "streaming", version: ">=2.4 <3"}',
       },
       // A system-catalog app (KubeDirector silently skipped these).
       { kind: 'Cluster', name: 'spark-sys', state: 'Connected', contentHash: hash16 },
@@ -71,14 +71,16 @@ describe('resolveConnections: statuses', () => {
         kind: 'ConfigMap',
         name: 'plain',
         state: 'Unlabeled',
-        message: 'configmap "plain" lacks label kubedirector.hpe.com/cmType',
+        message:
+          'configmap "plain" lacks label kubedirector.hpe.com/cmType; add it (its value groups the ConfigMap in configmeta) to make it connectable',
       },
       { kind: 'Secret', name: 'nope', state: 'Missing', message: 'secret "nope" not found in namespace "ml"' },
       {
         kind: 'Secret',
         name: 'plain-s',
         state: 'Unlabeled',
-        message: 'secret "plain-s" lacks label kubedirector.hpe.com/secretType',
+        message:
+          'secret "plain-s" lacks label kubedirector.hpe.com/secretType; add it (its value groups the Secret in configmeta) to make it connectable',
       },
       { kind: 'Secret', name: 's', state: 'Connected', contentHash: hash16 },
     ]);
@@ -105,7 +107,7 @@ describe('resolveConnections: statuses', () => {
         kind: 'Secret',
         name: 's',
         state: 'NotConnectable',
-        message: 'secret connections are disabled in this installation',
+        message: 'secret connections are disabled in this installation (chart value secretConnections.enabled)',
       },
     ]);
     expect(w.reads.filter((x) => x.startsWith('Secret'))).toEqual([]);

@@ -165,9 +165,15 @@ describe('the chart installed in url mode', () => {
           url: `https://127.0.0.1:${port}/${w.name.split('.')[0]}`,
           caBundle,
         });
+        // validate-kdapp also selects the system catalog (here the release namespace).
+        const kdapps = w.name.startsWith('validate-kdapp');
         expect(w.namespaceSelector.matchExpressions).toEqual([
-          { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', ns] },
-          { key: 'kubernetes.io/metadata.name', operator: 'In', values: [apps] },
+          {
+            key: 'kubernetes.io/metadata.name',
+            operator: 'NotIn',
+            values: kdapps ? ['kube-system'] : ['kube-system', ns],
+          },
+          { key: 'kubernetes.io/metadata.name', operator: 'In', values: kdapps ? [apps, ns] : [apps] },
         ]);
       }
     }
@@ -253,7 +259,8 @@ describe('the chart installed in url mode', () => {
   });
 
   it('kubectl auth can-i --list shows exactly what the chart documents, nothing more', async () => {
-    const admissionEverywhere = [
+    // watchNamespaces: admission reads in those namespaces only, plus kdapps of the system catalog.
+    const admissionInApps = [
       'configmaps get',
       'configmaps list',
       'configmaps watch',
@@ -297,9 +304,9 @@ describe('the chart installed in url mode', () => {
       `leases.coordination.k8s.io[${lease}] patch`,
     ];
     const expected: [string, string, string[]][] = [
-      [admissionSA, apps, admissionEverywhere],
-      [admissionSA, ns, admissionEverywhere],
-      [admissionSA, 'default', admissionEverywhere],
+      [admissionSA, apps, admissionInApps],
+      [admissionSA, ns, admissionInApps.filter((p) => p.startsWith('kubedirectorapps'))],
+      [admissionSA, 'default', []],
       [reconcilerSA, apps, reconcilerInApps],
       [reconcilerSA, ns, reconcilerInRelease],
       [reconcilerSA, 'default', []],
@@ -337,7 +344,7 @@ describe('the chart installed in url mode', () => {
 
     for (const [sa, where] of [
       [admissionSA, apps],
-      [admissionSA, 'default'],
+      [admissionSA, ns],
       [reconcilerSA, apps],
       [reconcilerSA, ns],
     ] as const) {

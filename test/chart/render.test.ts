@@ -28,6 +28,11 @@ const MODES: Record<string, string[]> = {
   secret: sets({ 'certificates.mode': 'secret', 'certificates.secret.name': 'my-tls', 'webhook.caBundle': CA_B64 }),
   url: sets({ 'webhook.url': 'https://127.0.0.1:9443', 'webhook.caBundle': CA_B64 }),
   urlNoCaBundle: sets({ 'webhook.url': 'https://webhooks.example.com/kd/' }),
+  clientAuth: [
+    ...sets({ 'admission.clientAuth.enabled': true }),
+    '--set-string',
+    `admission.clientAuth.caBundle=${CA_PEM}`,
+  ],
 };
 
 const render = (mode: string, extra: string[] = []) => helmTemplate(env, REL, NS, [...MODES[mode]!, ...extra]);
@@ -51,7 +56,7 @@ describe('helm lint and helm template', () => {
     for (const d of docs) expect(d.metadata.labels['app.kubernetes.io/instance']).toBe(REL);
   });
 
-  it.each(['bootstrap', 'secret', 'url'])(
+  it.each(['bootstrap', 'secret', 'url', 'clientAuth'])(
     '%s mode: every object is valid for the real API server (server-side dry run, strict field validation)',
     async (mode) => {
       // Nothing is persisted by a dry run, so the service-mode webhook configurations are never registered.
@@ -222,8 +227,15 @@ describe('helm lint and helm template', () => {
         sideEffects: 'None',
         matchPolicy: 'Equivalent',
         timeoutSeconds: 3,
+        // validate-kdapp also takes in the system namespace (here the release namespace).
         namespaceSelector: {
-          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS] }],
+          matchExpressions: [
+            {
+              key: 'kubernetes.io/metadata.name',
+              operator: 'NotIn',
+              values: name.startsWith('validate-kdapp') ? ['kube-system'] : ['kube-system', NS],
+            },
+          ],
         },
       });
       expect(w.failurePolicy).toBe(name.startsWith('validate-') ? 'Fail' : 'Ignore');
@@ -255,11 +267,21 @@ describe('helm lint and helm template', () => {
       '--set',
       'webhook.excludeNamespaces={legacy}',
     ]);
-    for (const w of webhooksOf(scoped.docs))
+    for (const w of webhooksOf(scoped.docs)) {
+      const kdapps = w.name.startsWith('validate-kdapp');
       expect(w.namespaceSelector.matchExpressions).toEqual([
-        { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS, 'legacy'] },
-        { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] },
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'NotIn',
+          values: kdapps ? ['kube-system', 'legacy'] : ['kube-system', NS, 'legacy'],
+        },
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'In',
+          values: kdapps ? ['team-a', 'team-b', NS] : ['team-a', 'team-b'],
+        },
       ]);
+    }
   });
 
   it('Argo CD sync waves: RBAC and certificates first, then workloads and Services, then the webhooks', async () => {
@@ -283,6 +305,8 @@ describe('helm lint and helm template', () => {
       ServiceMonitor: 0,
       ValidatingWebhookConfiguration: 1,
       MutatingWebhookConfiguration: 1,
+      ValidatingAdmissionPolicy: -1,
+      ValidatingAdmissionPolicyBinding: -1,
     };
     expect([...new Set(docs.map((d) => d.kind))].sort()).toEqual(Object.keys(expected).sort());
     for (const d of docs)
@@ -445,6 +469,202 @@ describe('helm lint and helm template', () => {
     expect(url).toContain('OUT-OF-CLUSTER (url mode) at https://127.0.0.1:9443');
     expect(url).toContain(`kubectl -n ${NS} create token ${REL}-kd-connections-admission`);
     expect(await notes([])).toContain(`delete secret ${REL}-kd-connections-admission-tls`);
+  });
+});
+
+describe('hardening: outage-proof validation, the system catalog, narrow RBAC, client certificates', () => {
+  const fullname = `${REL}-kd-connections`;
+  const selectorOf = (docs: Doc[], name: string) =>
+    webhooksOf(docs).find((w: Doc) => w.name === name)!.namespaceSelector.matchExpressions;
+  const NOT_DELETED = { name: 'not-being-deleted', expression: '!has(object.metadata.deletionTimestamp)' };
+  const SPEC_CHANGED = {
+    name: 'spec-changed',
+    expression:
+      "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
+  };
+
+  it('validating webhooks skip deletes in progress and spec-unchanged updates; mutating ones are unchanged', async () => {
+    for (const mode of Object.keys(MODES)) {
+      const { docs } = await render(mode);
+      for (const w of one(docs, 'ValidatingWebhookConfiguration').webhooks)
+        expect({ mode, name: w.name, matchConditions: w.matchConditions }).toEqual({
+          mode,
+          name: w.name,
+          matchConditions: [NOT_DELETED, SPEC_CHANGED],
+        });
+      for (const w of one(docs, 'MutatingWebhookConfiguration').webhooks) expect(w.matchConditions).toBeUndefined();
+    }
+  });
+
+  it('validate-kdapp also selects the system namespace (the release namespace by default); the others do not', async () => {
+    const { docs } = await render('bootstrap');
+    expect(selectorOf(docs, 'validate-kdapp.kd-connections.hpe.com')).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] },
+    ]);
+    expect(selectorOf(docs, 'validate-kdcluster.kd-connections.hpe.com')).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS] },
+    ]);
+    const scoped = await helmTemplate(env, REL, NS, [
+      ...['--set', 'watchNamespaces={team-a}', '--set', 'systemNamespace=kd-catalog'],
+      ...['--set', 'webhook.excludeNamespaces={kd-catalog,legacy}'],
+    ]);
+    expect(selectorOf(scoped.docs, 'validate-kdapp.kd-connections.hpe.com')).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS, 'legacy'] },
+      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'kd-catalog'] },
+    ]);
+    expect(selectorOf(scoped.docs, 'mutate-kdcluster.kd-connections.hpe.com')).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS, 'kd-catalog', 'legacy'] },
+      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] },
+    ]);
+  });
+
+  it('watchNamespaces: admission is bound per namespace too, reads kdapps in the system namespace, watches only those', async () => {
+    const { docs } = await helmTemplate(env, REL, NS, [
+      ...['--set', 'watchNamespaces={team-a,team-b}', '--set', 'systemNamespace=kd-catalog'],
+    ]);
+    expect(find(docs, 'ClusterRoleBinding', `${fullname}-admission`)).toHaveLength(0);
+    expect(
+      find(docs, 'RoleBinding')
+        .filter((b) => b.roleRef.name === `${fullname}-admission`)
+        .map((b) => [b.metadata.namespace, b.roleRef.kind]),
+    ).toEqual([
+      ['team-a', 'ClusterRole'],
+      ['team-b', 'ClusterRole'],
+    ]);
+    expect(one(docs, 'Role', `${fullname}-admission-system-catalog`)).toMatchObject({
+      metadata: { namespace: 'kd-catalog' },
+      rules: [
+        { apiGroups: ['kubedirector.hpe.com'], resources: ['kubedirectorapps'], verbs: ['get', 'list', 'watch'] },
+      ],
+    });
+    expect(containerArgs(one(docs, 'Deployment', `${fullname}-admission`))).toEqual(
+      expect.arrayContaining(['--namespaces=team-a,team-b', '--system-namespace=kd-catalog']),
+    );
+    // Without watchNamespaces: one ClusterRoleBinding, no --namespaces.
+    const all = await render('bootstrap');
+    one(all.docs, 'ClusterRoleBinding', `${fullname}-admission`);
+    expect(containerArgs(one(all.docs, 'Deployment', `${fullname}-admission`)).join(' ')).not.toContain('--namespaces');
+  });
+
+  it("a ValidatingAdmissionPolicy confines the reconciler's account to configmeta annotations of member pods", async () => {
+    for (const mode of Object.keys(MODES)) {
+      const { docs } = await render(mode);
+      const policy = one(docs, 'ValidatingAdmissionPolicy', `${fullname}-reconciler-pod-writes`);
+      expect(policy.spec.failurePolicy).toBe('Fail');
+      expect(policy.spec.matchConditions).toEqual([
+        {
+          name: 'reconciler',
+          expression: `request.userInfo.username == 'system:serviceaccount:${NS}:${fullname}-reconciler'`,
+        },
+      ]);
+      expect(policy.spec.matchConstraints.resourceRules[0].resources).toEqual(['pods', 'pods/*']);
+      expect(one(docs, 'ValidatingAdmissionPolicyBinding', `${fullname}-reconciler-pod-writes`).spec).toEqual({
+        policyName: `${fullname}-reconciler-pod-writes`,
+        validationActions: ['Deny'],
+      });
+    }
+    const own = await render('bootstrap', [
+      ...sets({ 'reconciler.serviceAccount.create': false, 'reconciler.serviceAccount.name': 'my-reconciler' }),
+    ]);
+    expect(one(own.docs, 'ValidatingAdmissionPolicy').spec.matchConditions[0].expression).toBe(
+      `request.userInfo.username == 'system:serviceaccount:${NS}:my-reconciler'`,
+    );
+    const off = await render('bootstrap', sets({ 'reconciler.podWritePolicy.enabled': false }));
+    expect(find(off.docs, 'ValidatingAdmissionPolicy')).toHaveLength(0);
+    expect(find(off.docs, 'ValidatingAdmissionPolicyBinding')).toHaveLength(0);
+  });
+
+  it('admission.clientAuth: client CA mounted, allowed names, plain probes port for probes, metrics and the NetworkPolicy', async () => {
+    const { docs } = await render('bootstrap', [
+      ...sets({ 'admission.clientAuth.enabled': true, 'networkPolicy.enabled': true, 'serviceMonitor.enabled': true }),
+      ...['--set-string', `admission.clientAuth.caBundle=${CA_PEM}`],
+      ...['--set', 'admission.clientAuth.allowedNames={kube-apiserver}'],
+      ...['--set', 'networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.10/32'],
+      ...['--set', 'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs'],
+    ]);
+    const dep = one(docs, 'Deployment', `${fullname}-admission`);
+    const pod = dep.spec.template.spec;
+    const c = pod.containers[0];
+    expect(c.args).toEqual(
+      expect.arrayContaining([
+        '--client-ca-file=/etc/kd-connections/client-ca/ca.crt',
+        '--client-allowed-names=kube-apiserver',
+        '--probe-port=8081',
+      ]),
+    );
+    expect(c.ports).toEqual([
+      { name: 'https', containerPort: 9443, protocol: 'TCP' },
+      { name: 'probes', containerPort: 8081, protocol: 'TCP' },
+    ]);
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])
+      expect(c[probe].httpGet).toMatchObject({ scheme: 'HTTP', port: 'probes' });
+    expect(c.volumeMounts).toContainEqual({
+      name: 'client-ca',
+      mountPath: '/etc/kd-connections/client-ca',
+      readOnly: true,
+    });
+    expect(pod.volumes).toContainEqual({
+      name: 'client-ca',
+      configMap: { name: `${fullname}-admission-client-ca` },
+    });
+    expect(one(docs, 'ConfigMap', `${fullname}-admission-client-ca`).data['ca.crt']).toBe(CA_PEM);
+    // A new CA rolls the pods (the service reads the file once).
+    expect(dep.spec.template.metadata.annotations['kd-connections.hpe.com/client-ca-checksum']).toMatch(
+      /^[0-9a-f]{64}$/,
+    );
+    expect(one(docs, 'Service', `${fullname}-admission`).spec.ports.map((p: Doc) => p.name)).toEqual([
+      'https',
+      'probes',
+    ]);
+    expect(one(docs, 'ServiceMonitor', `${fullname}-admission`).spec.endpoints).toEqual([
+      { port: 'probes', scheme: 'http', path: '/metrics', interval: '30s' },
+    ]);
+    // The webhook port: only webhookFrom (scrapers go to the probes port, which only metricsFrom may reach).
+    expect(one(docs, 'NetworkPolicy', `${fullname}-admission`).spec.ingress).toEqual([
+      { ports: [{ protocol: 'TCP', port: 9443 }], from: [{ ipBlock: { cidr: '10.0.0.10/32' } }] },
+      {
+        ports: [{ protocol: 'TCP', port: 8081 }],
+        from: [{ namespaceSelector: { matchLabels: { team: 'obs' } } }],
+      },
+    ]);
+    // Without clientAuth: no probes port, and metricsFrom shares the webhook port (it serves /metrics).
+    const plain = await render('bootstrap', [
+      ...sets({ 'networkPolicy.enabled': true }),
+      ...['--set', 'networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.10/32'],
+      ...['--set', 'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs'],
+    ]);
+    expect(one(plain.docs, 'NetworkPolicy', `${fullname}-admission`).spec.ingress).toEqual([
+      {
+        ports: [{ protocol: 'TCP', port: 9443 }],
+        from: [{ ipBlock: { cidr: '10.0.0.10/32' } }, { namespaceSelector: { matchLabels: { team: 'obs' } } }],
+      },
+    ]);
+    expect(find(plain.docs, 'ConfigMap')).toHaveLength(0);
+  });
+
+  it.each([
+    [
+      'clientAuth without a CA',
+      sets({ 'admission.clientAuth.enabled': true }),
+      /admission\.clientAuth\.enabled=true needs admission\.clientAuth\.caBundle/,
+    ],
+    [
+      'clientAuth in url mode',
+      [...MODES.url!, ...sets({ 'admission.clientAuth.enabled': true })],
+      /with webhook\.url run the outside service with --client-ca-file/,
+    ],
+    [
+      'a probes port equal to the webhook port',
+      [
+        ...sets({ 'admission.clientAuth.enabled': true, 'admission.clientAuth.probePort': 9443 }),
+        ...['--set-string', `admission.clientAuth.caBundle=${CA_PEM}`],
+      ],
+      /admission\.clientAuth\.probePort must differ from admission\.port \(both 9443\)/,
+    ],
+  ])('refuses %s with a sentence that says what to set', async (_what, args, message) => {
+    const r = await env.helm(['template', REL, CHART, '--namespace', NS, ...args]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(message);
   });
 });
 

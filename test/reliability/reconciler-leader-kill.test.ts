@@ -11,49 +11,33 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { clusterStates, converged, reconcilerWrites, testClient, waitQuiet } from '../support/reconciler-state.js';
-import { installCrds } from '../support/crds.js';
+import { allPodsHold, interruptFanOut, startFanOut } from '../support/reconciler-fan-out.js';
+import { clusterStates, reconcilerWrites, testClient, waitQuiet } from '../support/reconciler-state.js';
 import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useTestEnv();
 let client: KubeClient;
 let leader: ReconcilerProcess;
 let standby: ReconcilerProcess;
-
-const CLUSTERS = Array.from({ length: 30 }, (_, i) => `f${String(i).padStart(2, '0')}`);
+let CLUSTERS: string[];
+let TOTAL_PODS: number;
 const PODS = 3;
-const TOTAL_PODS = CLUSTERS.length * PODS;
-// A 5 s lease instead of 15 s keeps the test short; the mechanism is the same. One cluster at a time
-// and one pod patch at a time per cluster stretch the fan-out so the kill lands in its middle.
-const ARGS = [
-  '--lease-duration=5s',
-  '--renew-deadline=3s',
-  '--retry-period=1s',
-  '--concurrency=1',
-  '--pod-concurrency=1',
-];
 
 beforeAll(async () => {
   client = testClient(env);
-  await installCrds(env);
-  await apply(env, [
-    kdApp('fan', { category: 'training', roles: ['worker'] }),
-    configMap('shared', { v: '1' }, 'settings'),
-    ...CLUSTERS.map((c) => kdCluster(c, 'fan', { configmaps: ['shared'] }, ['worker'])),
-    ...CLUSTERS.flatMap((c) => Array.from({ length: PODS }, (_, j) => memberPod(`${c}-${j}`, c, 'worker'))),
-  ]);
-  leader = await startReconciler(env, { identity: 'leader-a', args: ARGS });
-  await leader.waitForLog((l) => l.msg === 'became leader', 60_000);
-  standby = await startReconciler(env, { identity: 'standby-b', args: ARGS });
-  await standby.waitReady(60_000);
-  await eventually(
-    'first delivery to every pod',
-    async () => [...(await clusterStates(env, client)).values()].every(converged),
-    90_000,
-  );
-  await waitQuiet([leader, standby]);
+  ({
+    leader,
+    standby,
+    clusters: CLUSTERS,
+  } = await startFanOut(env, client, {
+    prefix: 'f',
+    app: 'fan',
+    leader: 'leader-a',
+    standby: 'standby-b',
+    pods: PODS,
+  }));
+  TOTAL_PODS = CLUSTERS.length * PODS;
 }, 240_000);
 
 afterAll(async () => {
@@ -68,24 +52,9 @@ describe('the leader killed mid-fan-out', () => {
     const before = await clusterStates(env, client);
     expect([...before.values()].map((c) => c.generator)).toEqual(CLUSTERS.map(() => 0));
 
-    const podWrites = () => leader.metric('kd_reconciler_api_writes_total', { kind: 'pod', result: 'ok' });
-    const base = await podWrites();
     const since = new Date();
-    await client.jsonPatch(`/api/v1/namespaces/${env.namespace}/configmaps/shared`, [
-      { op: 'replace', path: '/data/v', value: '2' },
-    ]);
     // Freeze the leader as soon as it has patched a few pods of this fan-out.
-    const frozenAfter = await eventually(
-      'leader started the fan-out',
-      async () => {
-        const n = (await podWrites()) - base;
-        if (n < 10) return undefined;
-        leader.child.kill('SIGSTOP');
-        return n;
-      },
-      60_000,
-      5,
-    );
+    const frozenAfter = await interruptFanOut(env, client, leader, () => leader.child.kill('SIGSTOP'));
     const frozen = await clusterStates(env, client);
     leader.child.kill('SIGKILL');
     const killedAt = Date.now();
@@ -97,18 +66,7 @@ describe('the leader killed mid-fan-out', () => {
 
     const tookOver = await standby.waitForLog((l) => l.msg === 'became leader', 30_000);
     const takeoverMs = Date.parse(String(tookOver.time)) - killedAt;
-    const final = await eventually(
-      'every pod holds the new configmeta',
-      async () => {
-        const s = await clusterStates(env, client);
-        return [...s.values()].every(
-          (c) => converged(c) && c.pods.every((p) => p.doc.connections.configmaps.settings[0].data.v === '2'),
-        )
-          ? s
-          : undefined;
-      },
-      60_000,
-    );
+    const final = await allPodsHold(env, client, '2');
     const doneAt = Date.now();
     await waitQuiet([standby]);
 

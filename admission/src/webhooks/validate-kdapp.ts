@@ -1,7 +1,8 @@
 /** Validating webhook for KubeDirectorApps: a well-formed connectable_to; warns when an update tightens it. */
-import { denialMessage, GROUP, validateApp, type KDApp } from '@kd-connections/shared';
+import { GROUP, validateApp, type KDApp } from '@kd-connections/shared';
 import type { Decision } from '../admission-review.js';
 import { withIdentity, type Webhook } from '../webhook.js';
+import { ruleDecision } from './rule-decision.js';
 
 export const validateKdApp: Webhook = {
   name: 'validate-kdapp',
@@ -13,14 +14,6 @@ export const validateKdApp: Webhook = {
     const object = withIdentity(request.object as unknown as KDApp, request);
     const oldObject = request.operation === 'UPDATE' ? (request.oldObject as KDApp) : undefined;
     const result = await validateApp({ operation: request.operation, object, oldObject }, deps.lookup, deps.rules);
-    if (result.errors.length === 0) return { allowed: true, warnings: result.warnings, note: 'connectable_to valid' };
-    const meta = object.metadata ?? {};
-    return {
-      allowed: false,
-      code: 403,
-      message: denialMessage('KubeDirectorApp', meta.namespace, meta.name ?? meta.generateName, result.errors),
-      warnings: result.warnings,
-      fields: result.errors.map((e) => e.field),
-    };
+    return ruleDecision('KubeDirectorApp', object.metadata, result, 'connectable_to valid');
   },
 };

@@ -189,32 +189,58 @@ caBundle: {{ include "kd.caBundle" $ctx }}
 {{- end -}}
 
 {{/* kube-system and the release namespace are never sent to the webhooks (no lock-out of the control
-     plane or of the webhook's own namespace); with watchNamespaces only those are. */}}
+     plane or of the webhook's own namespace); with watchNamespaces only those are. Called with
+     (dict "ctx" . "kdapps" true) for validate-kdapp, whose selector also takes in the system namespace:
+     the system catalog is used by every namespace, so its apps must be validated too, even when it is
+     the release namespace (nothing the webhook's own pods need is a kdapp). */}}
 {{- define "kd.webhook.namespaceSelector" -}}
-{{- if .Values.webhook.namespaceSelector -}}
-{{ toYaml .Values.webhook.namespaceSelector }}
+{{- $ctx := .ctx -}}
+{{- $v := $ctx.Values -}}
+{{- $system := include "kd.systemNamespace" $ctx -}}
+{{- if $v.webhook.namespaceSelector -}}
+{{ toYaml $v.webhook.namespaceSelector }}
 {{- else -}}
+{{- $excluded := uniq (concat (list "kube-system" $ctx.Release.Namespace) $v.webhook.excludeNamespaces) -}}
+{{- $only := uniq $v.watchNamespaces -}}
+{{- if .kdapps -}}
+{{- $excluded = without $excluded $system -}}
+{{- if $only }}{{ $only = uniq (append $only $system) }}{{ end -}}
+{{- end -}}
 matchExpressions:
+{{- with $excluded }}
   - key: kubernetes.io/metadata.name
     operator: NotIn
     values:
-      {{- toYaml (uniq (concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces)) | nindent 6 }}
-{{- if .Values.watchNamespaces }}
+      {{- toYaml . | nindent 6 }}
+{{- end }}
+{{- with $only }}
   - key: kubernetes.io/metadata.name
     operator: In
     values:
-      {{- toYaml (uniq .Values.watchNamespaces) | nindent 6 }}
+      {{- toYaml . | nindent 6 }}
 {{- end }}
 {{- end -}}
 {{- end -}}
 
+{{/* Called with (dict "ctx" . "kdapps" bool). */}}
 {{- define "kd.webhook.common" -}}
 admissionReviewVersions: [v1]
 sideEffects: None
 matchPolicy: Equivalent
-timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+timeoutSeconds: {{ .ctx.Values.webhook.timeoutSeconds }}
 namespaceSelector:
   {{- include "kd.webhook.namespaceSelector" . | nindent 2 }}
+{{- end -}}
+
+{{/* The validating webhooks (failurePolicy Fail) are not called for what they would allow anyway, so an
+     admission outage cannot block it: an object being deleted (finalizer removal must go through) and an
+     update that leaves spec alone (labels, annotations, finalizers). The service skips both too. */}}
+{{- define "kd.webhook.validatingMatchConditions" -}}
+matchConditions:
+  - name: not-being-deleted
+    expression: '!has(object.metadata.deletionTimestamp)'
+  - name: spec-changed
+    expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"
 {{- end -}}
 
 {{/* NetworkPolicy egress shared by both services. */}}
@@ -253,6 +279,17 @@ namespaceSelector:
 {{- end -}}
 {{- if and .Values.secretConnections.inlineValues (not .Values.secretConnections.enabled) -}}
 {{- fail "secretConnections.inlineValues=true needs secretConnections.enabled=true" -}}
+{{- end -}}
+{{- if .Values.admission.clientAuth.enabled -}}
+{{- if .Values.webhook.url -}}
+{{- fail "admission.clientAuth configures the in-cluster admission Deployment; with webhook.url run the outside service with --client-ca-file (and --probe-port) yourself" -}}
+{{- end -}}
+{{- if not (contains "-----BEGIN CERTIFICATE-----" .Values.admission.clientAuth.caBundle) -}}
+{{- fail "admission.clientAuth.enabled=true needs admission.clientAuth.caBundle: the PEM of the CA that signed the API server's webhook client certificate" -}}
+{{- end -}}
+{{- if eq (int .Values.admission.clientAuth.probePort) (int .Values.admission.port) -}}
+{{- fail (printf "admission.clientAuth.probePort must differ from admission.port (both %d): the probes port is plain HTTP" (int .Values.admission.port)) -}}
+{{- end -}}
 {{- end -}}
 {{- if and (gt (int .Values.reconciler.replicas) 1) (not .Values.reconciler.leaderElection.enabled) -}}
 {{- fail "reconciler.replicas > 1 needs reconciler.leaderElection.enabled=true: two reconcilers without a Lease would both write" -}}

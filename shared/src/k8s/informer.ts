@@ -103,10 +103,6 @@ export class Informer<T extends KubeObject = KubeObject> {
     return this.store.get(objectKey(namespace, name));
   }
 
-  getByKey(key: string): T | undefined {
-    return this.store.get(key);
-  }
-
   list(namespace?: string): T[] {
     const all = [...this.store.values()];
     return namespace === undefined ? all : all.filter((o) => o.metadata.namespace === namespace);

@@ -51,9 +51,17 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** What a scoped client checks before each request (see KubeClient.scoped). */
+export interface RequestScope {
+  signal: AbortSignal;
+  /** Called synchronously before each request; it may abort `signal` (e.g. a lease found expired). */
+  guard?: () => void;
+}
+
 export class KubeClient {
   readonly server: string;
   private readonly agent: https.Agent | http.Agent;
+  private scope: RequestScope | undefined;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -65,6 +73,24 @@ export class KubeClient {
     this.agent = this.server.startsWith('https:')
       ? new https.Agent({ keepAlive: true, maxSockets: 64 })
       : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  }
+
+  /**
+   * The same client (connection pool, credentials) whose every request carries `scope.signal`: once it
+   * fires, nothing more is sent and requests in flight are cut. The reconciler writes through one scoped
+   * to its leadership, so a replica that lost the lease stops writing. close() belongs to the parent.
+   */
+  scoped(scope: RequestScope): KubeClient {
+    const c = Object.create(this) as KubeClient;
+    c.scope = scope;
+    return c;
+  }
+
+  /** Throws AbortError when this client's scope is over; nothing is sent then. */
+  private checkScope(what: string): void {
+    if (!this.scope) return;
+    this.scope.guard?.();
+    if (this.scope.signal.aborted) throw abortError(what);
   }
 
   private async options(path: string, opts: RequestOptions): Promise<{ url: URL; req: https.RequestOptions }> {
@@ -105,6 +131,7 @@ export class KubeClient {
     }
     const what = `${method} ${path}`;
     const mod = url.protocol === 'https:' ? https : http;
+    this.checkScope(what);
     return new Promise<T>((ok, fail) => {
       const r = mod.request(url, req, (res) => {
         const chunks: Buffer[] = [];
@@ -127,6 +154,7 @@ export class KubeClient {
       );
       r.on('error', fail);
       onAbort(opts.signal, r, what);
+      onAbort(this.scope?.signal, r, what);
       r.end(payload);
     });
   }
@@ -148,6 +176,7 @@ export class KubeClient {
   ): Promise<void> {
     const { url, req } = await this.options(path, { ...opts, query: { ...opts.query, watch: 1 } });
     const mod = url.protocol === 'https:' ? https : http;
+    this.checkScope(`WATCH ${path}`);
     return new Promise<void>((resolve, reject) => {
       // The first outcome wins; an error raised by onEvent (e.g. 410 Gone) beats the abort it causes.
       let settled = false;
@@ -188,6 +217,7 @@ export class KubeClient {
       r.setTimeout(opts.idleMs, () => r.destroy(new Error(`WATCH ${path}: no data for ${opts.idleMs} ms`)));
       r.on('error', fail);
       onAbort(opts.signal, r, `WATCH ${path}`);
+      onAbort(this.scope?.signal, r, `WATCH ${path}`);
       r.end();
     });
   }
@@ -203,7 +233,7 @@ export class KubeClient {
  */
 function onAbort(signal: AbortSignal | undefined, r: http.ClientRequest, what: string): void {
   if (!signal) return;
-  const abort = () => void r.destroy(Object.assign(new Error(`${what}: aborted`), { name: 'AbortError' }));
+  const abort = () => void r.destroy(abortError(what));
   if (signal.aborted) return abort();
   signal.addEventListener('abort', abort, { once: true });
   // Detach only when the whole exchange is over: a request's own 'close' can come before its response ends.
@@ -211,6 +241,15 @@ function onAbort(signal: AbortSignal | undefined, r: http.ClientRequest, what: s
     res.once('close', () => signal.removeEventListener('abort', abort)),
   );
   r.once('error', () => signal.removeEventListener('abort', abort));
+}
+
+function abortError(what: string): Error {
+  return Object.assign(new Error(`${what}: aborted`), { name: 'AbortError' });
+}
+
+/** Whether a request failed because its signal (or its client's scope) was aborted. */
+export function isAbortError(e: unknown): boolean {
+  return e instanceof Error && e.name === 'AbortError';
 }
 
 function apiError(status: number, text: string, what: string): KubeApiError {

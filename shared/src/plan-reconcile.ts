@@ -1,0 +1,192 @@
+/**
+ * The decisions of a reconcile, as pure functions: the reconciler observes (caches), plans here, and acts
+ * (writes). The plan says which writes to make — at most a generator bump, one JSON Patch per member pod
+ * that does not hold the current configmeta, and a /status patch — and which events to post.
+ * Status depends on how the pod writes went, so it is planned after them (`planStatus`).
+ */
+import { fitsInAnnotations, tooLargeMessage } from './annotation-size.js';
+import { buildStatus, type Delivery } from './cluster-status.js';
+import { clusterTarget, regenerationEvents } from './connection-changes.js';
+import { canonicalJson } from './canonical-json.js';
+import { decideBump, type GeneratorBump } from './generator.js';
+import { sha256Hex } from './hash.js';
+import { sectionPatch, setAnnotationsPatch, type PatchOp } from './json-patch.js';
+import type { EventInput } from './k8s/event-recorder.js';
+import { appSearchDescription, type ResolvedApp } from './lookup.js';
+import type { Member } from './members.js';
+import { renderConfigMetaForMembers, renderConnections, type RenderOptions } from './render-configmeta.js';
+import type { ResolvedConnections } from './resolve-connections.js';
+import type { CachedPod } from './trim-object.js';
+import {
+  ANNOTATION_CONFIGMETA,
+  ANNOTATION_CONFIGMETA_GENERATOR,
+  ANNOTATION_CONFIGMETA_HASH,
+  type KDCluster,
+  type KDClusterStatus,
+} from './types.js';
+
+/** What a reconcile read: the cluster, its app, its connections resolved, its members and their pods. */
+export interface Observation {
+  cluster: KDCluster;
+  own: ResolvedApp | undefined;
+  resolved: ResolvedConnections;
+  members: Member[];
+  pods: CachedPod[];
+  /** ISO time for condition transitions. */
+  now: string;
+}
+
+export interface PlanOptions extends RenderOptions {
+  systemNamespace: string;
+}
+
+export interface PodWrite {
+  pod: string;
+  ops: PatchOp[];
+}
+
+export interface ReconcilePlan {
+  /** Set when the cluster's own app was not found: nothing can be rendered; only status is written. */
+  appProblem?: string;
+  /** A regeneration to request, with the events to post once it is written and its cause in words. */
+  bump?: GeneratorBump & { cause: string; events: EventInput[] };
+  /** The generator the member pods are brought to. */
+  generator: number;
+  /** Members that already hold the configmeta of `generator`. */
+  synced: string[];
+  /** One patch per member pod that does not; empty when configmeta does not fit (`tooLargeBytes`). */
+  podWrites: PodWrite[];
+  /** Set when configmeta does not fit in a pod's annotations: its size in bytes. Nothing is then written. */
+  tooLargeBytes?: number;
+  /** Events to post whatever the writes do (configmeta too large). */
+  events: EventInput[];
+}
+
+export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan {
+  const { cluster, own, resolved } = o;
+  const generator = cluster.spec?.configMetaGenerator ?? 0;
+  if (!own) {
+    const ns = cluster.metadata.namespace ?? '';
+    const where = appSearchDescription(ns, cluster.spec?.appCatalog, opts.systemNamespace);
+    return {
+      appProblem: `app "${String(cluster.spec?.app)}" not found ${where}`,
+      generator,
+      synced: [],
+      podWrites: [],
+      events: [],
+    };
+  }
+  const decided = decideBump(cluster, resolved.hash);
+  const bump = decided && { ...decided, ...regenerationEvents(cluster, resolved, decided.from, decided.to) };
+  const plan = planDelivery(o, own, bump?.to ?? generator, opts);
+  return { ...plan, ...(bump ? { bump } : {}) };
+}
+
+/** Every member gets the configmeta of `generator`; pods that hold it already are skipped. */
+function planDelivery(
+  o: Observation,
+  own: ResolvedApp,
+  generator: number,
+  opts: PlanOptions,
+): Omit<ReconcilePlan, 'bump' | 'appProblem'> {
+  const connections = renderConnections(o.resolved.connected, opts);
+  const docs = renderConfigMetaForMembers(o.cluster, own.app, o.members, connections);
+  const byName = new Map(o.pods.map((p) => [p.metadata.name ?? '', p]));
+  const synced: string[] = [];
+  const podWrites: PodWrite[] = [];
+  let tooLargeBytes: number | undefined;
+  for (const m of o.members) {
+    const text = docs.get(m.pod)!;
+    const values = {
+      [ANNOTATION_CONFIGMETA]: text,
+      [ANNOTATION_CONFIGMETA_GENERATOR]: String(generator),
+      [ANNOTATION_CONFIGMETA_HASH]: sha256Hex(text),
+    };
+    const pod = byName.get(m.pod);
+    const ann = pod?.metadata.annotations ?? {};
+    if (
+      ann[ANNOTATION_CONFIGMETA_HASH] === values[ANNOTATION_CONFIGMETA_HASH] &&
+      ann[ANNOTATION_CONFIGMETA_GENERATOR] === values[ANNOTATION_CONFIGMETA_GENERATOR]
+    ) {
+      synced.push(m.pod);
+      continue;
+    }
+    if (!fitsInAnnotations(Number(pod?.metadata.otherAnnotationsBytes ?? 0), values)) {
+      tooLargeBytes = Math.max(tooLargeBytes ?? 0, Buffer.byteLength(text));
+    }
+    podWrites.push({
+      pod: m.pod,
+      ops: setAnnotationsPatch(pod?.metadata ?? {}, values, ANNOTATION_CONFIGMETA_HASH),
+    });
+  }
+  if (tooLargeBytes === undefined) return { generator, synced, podWrites, events: [] };
+  // Never a partial document in some pods: nothing is written until it fits.
+  const event: EventInput = {
+    regarding: clusterTarget(o.cluster),
+    type: 'Warning',
+    reason: 'ConfigMetaTooLarge',
+    action: 'Deliver',
+    note: tooLargeMessage(tooLargeBytes),
+  };
+  return { generator, synced, podWrites: [], tooLargeBytes, events: [event] };
+}
+
+/** How the pod writes went: the pods written, and the reason for each that failed. */
+export interface PodWriteResults {
+  written: string[];
+  failed: Record<string, string>;
+}
+
+/** The delivery the pod writes achieved, and the event that reports it (if any). */
+export function deliveryOutcome(
+  plan: ReconcilePlan,
+  results: PodWriteResults,
+  o: Observation,
+): { delivery: Delivery; events: EventInput[] } {
+  const delivery: Delivery = {
+    generator: plan.generator,
+    synced: [...plan.synced, ...results.written].sort(),
+    failed: results.failed,
+    ...(plan.tooLargeBytes !== undefined ? { tooLargeBytes: plan.tooLargeBytes } : {}),
+  };
+  const base = { regarding: clusterTarget(o.cluster), action: 'Deliver' };
+  const written = `configmeta generator ${plan.generator} written to ${delivery.synced.length}/${o.members.length} member pods`;
+  const failed = Object.keys(results.failed).sort();
+  if (failed.length > 0) {
+    const list = failed.map((p) => `${p} (${results.failed[p]})`).join(', ');
+    return {
+      delivery,
+      events: [{ ...base, type: 'Warning', reason: 'ConfigMetaDeliveryFailed', note: `${written}; failed: ${list}` }],
+    };
+  }
+  if (results.written.length > 0) {
+    return { delivery, events: [{ ...base, type: 'Normal', reason: 'ConfigMetaDelivered', note: written }] };
+  }
+  return { delivery, events: [] };
+}
+
+/**
+ * The /status patch for `cluster` as it is now (after a bump), or [] when status already says it all.
+ * `delivery` is absent when the app is missing (nothing was rendered).
+ */
+export function planStatus(
+  cluster: KDCluster,
+  o: Observation,
+  appProblem: string | undefined,
+  delivery: Delivery | undefined,
+): PatchOp[] {
+  const previous: KDClusterStatus = o.cluster.status ?? {};
+  const desired = buildStatus({
+    previous,
+    generation: cluster.metadata.generation,
+    ...(appProblem ? { appProblem } : {}),
+    connections: o.resolved.statuses,
+    hash: o.resolved.hash,
+    members: o.members,
+    ...(delivery ? { delivery } : {}),
+    now: o.now,
+  });
+  const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
+  if (same(previous, desired)) return [];
+  return sectionPatch(cluster.metadata, 'status', cluster.status as Record<string, unknown> | undefined, desired, same);
+}

@@ -1,0 +1,106 @@
+/**
+ * What the caches keep of each object, in one place. Every cache stores less than the API server sends:
+ * managedFields and kubectl's last-applied copy cost memory and are never read (and for a Secret the
+ * last-applied copy quotes the values); ConfigMaps and Secrets read for their labels keep identity and
+ * labels only; member pods keep what rendering and delivery read, which keeps 10,000 cached pods small.
+ */
+import { annotationsSize } from './annotation-size.js';
+import { secretDataHash } from './connections-hash.js';
+import {
+  ANNOTATION_CONFIGMETA,
+  ANNOTATION_CONFIGMETA_GENERATOR,
+  ANNOTATION_CONFIGMETA_HASH,
+  type MetaObject,
+  type PodLike,
+  type SecretLike,
+} from './types.js';
+
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** Annotations never kept nor copied into configmeta. */
+export function isDroppedAnnotation(key: string): boolean {
+  return key === LAST_APPLIED_ANNOTATION;
+}
+
+function slimMeta(m: Record<string, unknown>): Record<string, unknown> {
+  const { managedFields: _mf, ...rest } = m;
+  const annotations = rest.annotations as Record<string, string> | undefined;
+  if (annotations && Object.keys(annotations).some(isDroppedAnnotation)) {
+    rest.annotations = Object.fromEntries(Object.entries(annotations).filter(([k]) => !isDroppedAnnotation(k)));
+  }
+  return rest;
+}
+
+/** The whole object without managedFields and the last-applied copy. */
+export function slimObject<T extends { metadata?: Record<string, unknown> }>(obj: T): T {
+  return obj.metadata ? { ...obj, metadata: slimMeta(obj.metadata) } : obj;
+}
+
+/** Identity and labels only: what the connection rules read, and nothing that could hold Secret data. */
+export function metaOnly(obj: { apiVersion?: string; kind?: string; metadata?: Record<string, unknown> }): MetaObject {
+  const m = obj.metadata ?? {};
+  const metadata: MetaObject['metadata'] = {};
+  for (const k of ['name', 'namespace', 'uid', 'resourceVersion'] as const) {
+    if (typeof m[k] === 'string') metadata[k] = m[k];
+  }
+  if (m.labels && typeof m.labels === 'object') metadata.labels = { ...(m.labels as Record<string, string>) };
+  if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp as string;
+  return { metadata };
+}
+
+/** A Secret as the reconciler keeps it: its keys and a digest of the values; the values only when inlined. */
+export function trimSecret(inlineValues: boolean): (o: { metadata: Record<string, unknown> }) => SecretLike {
+  return (o) => {
+    const s = o as { metadata: Record<string, unknown>; data?: Record<string, string> };
+    const data = s.data ?? {};
+    return {
+      metadata: slimMeta(s.metadata) as SecretLike['metadata'],
+      keys: Object.keys(data).sort(),
+      dataHash: secretDataHash(s.metadata.uid as string | undefined, data),
+      ...(inlineValues ? { data: { ...data } } : {}),
+    };
+  };
+}
+
+const OUR_POD_ANNOTATIONS = [ANNOTATION_CONFIGMETA, ANNOTATION_CONFIGMETA_GENERATOR, ANNOTATION_CONFIGMETA_HASH];
+
+/** A pod as cached: identity, labels, DNS fields, readiness, and our generator/hash annotations. */
+export interface CachedPod extends PodLike {
+  metadata: PodLike['metadata'] & {
+    /** Bytes of the pod's annotations other than ours, for the annotation size limit. */
+    otherAnnotationsBytes: number;
+  };
+}
+
+export function trimPod(o: { metadata: Record<string, unknown> }): CachedPod {
+  const p = o as unknown as PodLike;
+  const ann = p.metadata.annotations;
+  const ours = ann
+    ? Object.fromEntries(
+        OUR_POD_ANNOTATIONS.filter((k) => k !== ANNOTATION_CONFIGMETA && k in ann).map((k) => [k, ann[k]!]),
+      )
+    : undefined;
+  const others = ann
+    ? Object.fromEntries(Object.entries(ann).filter(([k]) => !OUR_POD_ANNOTATIONS.includes(k)))
+    : undefined;
+  return {
+    metadata: {
+      name: p.metadata.name,
+      namespace: p.metadata.namespace,
+      uid: p.metadata.uid,
+      resourceVersion: p.metadata.resourceVersion,
+      labels: p.metadata.labels,
+      // Kept as a map (possibly empty) when the pod has any annotation: a patch must then add keys, not the map.
+      annotations: ours,
+      deletionTimestamp: p.metadata.deletionTimestamp,
+      otherAnnotationsBytes: annotationsSize(others),
+    },
+    spec: { hostname: p.spec?.hostname, subdomain: p.spec?.subdomain },
+    status: {
+      phase: p.status?.phase,
+      conditions: (p.status?.conditions ?? [])
+        .filter((c) => c.type === 'Ready')
+        .map((c) => ({ type: c.type, status: c.status })),
+    },
+  };
+}

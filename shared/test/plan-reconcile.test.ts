@@ -1,0 +1,176 @@
+/**
+ * The reconcile planner: which writes a reconcile makes (generator bump, pod patches, status) and which
+ * events it posts, decided from an observation without any I/O.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { ANNOTATIONS_SIZE_LIMIT } from '../src/annotation-size.js';
+import { decideBump } from '../src/generator.js';
+import { membersOf } from '../src/members.js';
+import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan-reconcile.js';
+import { resolveConnections } from '../src/resolve-connections.js';
+import { trimPod } from '../src/trim-object.js';
+import { ANNOTATION_CONFIGMETA_GENERATOR, ANNOTATION_CONFIGMETA_HASH, type KDCluster } from '../src/types.js';
+import { NS, SYSTEM_NS, cluster, pod } from './fixtures.js';
+import { scenario } from './scenario.js';
+
+const OPTS = { systemNamespace: SYSTEM_NS };
+const NOW = '2026-12-02T12:00:00.000Z';
+
+async function observe(mutate: (c: KDCluster) => void = () => {}, appFound = true): Promise<Observation> {
+  const s = scenario();
+  mutate(s.notebook);
+  const own = appFound ? { app: s.app, namespace: NS } : undefined;
+  const resolved = await resolveConnections(s.notebook, own, s.world, OPTS);
+  const pods = (await s.world.podsOf(NS, 'notebook')).map((p) => trimPod(p as never));
+  const members = membersOf(s.notebook, own?.app, pods);
+  return { cluster: s.notebook, own, resolved, members, pods, now: NOW };
+}
+
+describe('decideBump', () => {
+  const withStatus = (generator: number | undefined, status: KDCluster['status']) => {
+    const c = cluster('nb', 'x', generator === undefined ? {} : { generator });
+    c.metadata.resourceVersion = '77';
+    c.status = status;
+    return c;
+  };
+
+  it('first sight (no connectionsHash yet): no bump', () => {
+    expect(decideBump(withStatus(1, {}), 'h1')).toBeUndefined();
+  });
+
+  it('a regeneration is pending (generator above lastConfigMetaGenerator): no second bump', () => {
+    expect(decideBump(withStatus(3, { lastConfigMetaGenerator: 2, connectionsHash: 'h0' }), 'h1')).toBeUndefined();
+  });
+
+  it('the hash is unchanged: no bump', () => {
+    expect(decideBump(withStatus(2, { lastConfigMetaGenerator: 2, connectionsHash: 'h1' }), 'h1')).toBeUndefined();
+  });
+
+  it('the hash changed: test the generator and replace it with generator + 1', () => {
+    expect(decideBump(withStatus(2, { lastConfigMetaGenerator: 2, connectionsHash: 'h0' }), 'h1')).toEqual({
+      from: 2,
+      to: 3,
+      ops: [
+        { op: 'test', path: '/spec/configMetaGenerator', value: 2 },
+        { op: 'replace', path: '/spec/configMetaGenerator', value: 3 },
+      ],
+    });
+  });
+
+  it('no generator yet: guarded by the resourceVersion, and added', () => {
+    expect(decideBump(withStatus(undefined, { connectionsHash: 'h0', lastConfigMetaGenerator: 0 }), 'h1')?.ops).toEqual(
+      [
+        { op: 'test', path: '/metadata/resourceVersion', value: '77' },
+        { op: 'add', path: '/spec/configMetaGenerator', value: 1 },
+      ],
+    );
+  });
+});
+
+describe('planReconcile', () => {
+  it('first sight: one patch per member pod, no bump, no events', async () => {
+    const plan = planReconcile(await observe(), OPTS);
+    expect(plan.bump).toBeUndefined();
+    expect(plan.generator).toBe(1);
+    expect(plan.podWrites.map((w) => w.pod)).toEqual(['kdss-nb-0']);
+    expect(plan.podWrites[0]!.ops.some((op) => op.op === 'test')).toBe(true);
+    expect(plan.events).toEqual([]);
+  });
+
+  it("the cluster's own app is missing: nothing to write but status, which says why", async () => {
+    const o = await observe(() => {}, false);
+    const plan = planReconcile(o, OPTS);
+    expect(plan.appProblem).toBe(
+      'app "jupyter-notebook" not found in namespace "ml" or in the system catalog (namespace "kd-system")',
+    );
+    expect(plan.podWrites).toEqual([]);
+    const ops = planStatus(o.cluster, o, plan.appProblem, undefined);
+    expect(JSON.stringify(ops)).toContain('AppNotFound');
+  });
+
+  it('changed content: a bump, the pods brought to the new generator, events naming the cause on both objects', async () => {
+    const o = await observe((c) => {
+      c.status = { connectionsHash: 'stale', lastConfigMetaGenerator: 1, connections: [] };
+    });
+    const plan = planReconcile(o, OPTS);
+    expect(plan.bump).toMatchObject({ from: 1, to: 2 });
+    expect(plan.generator).toBe(2);
+    expect(plan.bump!.events[0]).toMatchObject({ reason: 'ConnectionChanged', type: 'Normal' });
+    expect(plan.bump!.events[0]!.note).toContain('configMetaGenerator 1 → 2');
+    expect(plan.bump!.events.slice(1).map((e) => [e.regarding.kind, e.reason])).toEqual([
+      ['KubeDirectorCluster', 'ConnectionUsed'],
+      ['ConfigMap', 'ConnectionUsed'],
+      ['Secret', 'ConnectionUsed'],
+    ]);
+  });
+
+  it('skips a pod that already holds the current configmeta', async () => {
+    const first = await observe();
+    const ops = planReconcile(first, OPTS).podWrites[0]!.ops;
+    // The pod has no annotations yet: the patch adds the whole map.
+    const add = ops.find((op) => op.op === 'add' && op.path === '/metadata/annotations') as {
+      value: Record<string, string>;
+    };
+    const holds = {
+      [ANNOTATION_CONFIGMETA_GENERATOR]: add.value[ANNOTATION_CONFIGMETA_GENERATOR]!,
+      [ANNOTATION_CONFIGMETA_HASH]: add.value[ANNOTATION_CONFIGMETA_HASH]!,
+    };
+    const o = { ...first, pods: first.pods.map((p) => ({ ...p, metadata: { ...p.metadata, annotations: holds } })) };
+    const plan = planReconcile(o, OPTS);
+    expect(plan.podWrites).toEqual([]);
+    expect(plan.synced).toEqual(['kdss-nb-0']);
+  });
+
+  it('configmeta that does not fit beside the other annotations: no pod write at all, a Warning event', async () => {
+    const o = await observe();
+    const big = trimPod(
+      pod('kdss-nb-0', 'notebook', 'controller', {
+        hostname: 'kdss-nb-0',
+        subdomain: 'kdhs-nb',
+        annotations: { other: 'x'.repeat(ANNOTATIONS_SIZE_LIMIT - 100) },
+      }) as never,
+    );
+    const plan = planReconcile({ ...o, pods: [big] }, OPTS);
+    expect(plan.podWrites).toEqual([]);
+    expect(plan.tooLargeBytes).toBeGreaterThan(0);
+    expect(plan.events).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'ConfigMetaTooLarge',
+        note: expect.stringContaining('262144'),
+      }),
+    ]);
+  });
+});
+
+describe('deliveryOutcome and planStatus', () => {
+  it('a failed pod write: a Warning naming the pod, and status records no completed generator', async () => {
+    const o = await observe();
+    const plan = planReconcile(o, OPTS);
+    const { delivery, events } = deliveryOutcome(plan, { written: [], failed: { 'kdss-nb-0': 'boom' } }, o);
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'ConfigMetaDeliveryFailed',
+        note: 'configmeta generator 1 written to 0/1 member pods; failed: kdss-nb-0 (boom)',
+      }),
+    ]);
+    const ops = planStatus(o.cluster, o, undefined, delivery);
+    expect(JSON.stringify(ops)).toContain('PodPatchFailed');
+    expect(JSON.stringify(ops)).not.toContain('lastConfigMetaGenerator');
+  });
+
+  it('all pods written: ConfigMetaDelivered; a status that already says it all needs no write', async () => {
+    const o = await observe();
+    const plan = planReconcile(o, OPTS);
+    const { delivery, events } = deliveryOutcome(plan, { written: ['kdss-nb-0'], failed: {} }, o);
+    expect(events.map((e) => e.reason)).toEqual(['ConfigMetaDelivered']);
+    const ops = planStatus(o.cluster, o, undefined, delivery);
+    expect(ops.length).toBeGreaterThan(0);
+    // Apply the planned status and plan again: nothing left to write.
+    const status = (ops.find((op) => op.op !== 'test' && op.path === '/status') as { value: KDCluster['status'] })
+      ?.value;
+    const after = { ...o, cluster: { ...o.cluster, status } };
+    expect(planStatus(after.cluster, after, undefined, delivery)).toEqual([]);
+  });
+});
