@@ -8,13 +8,14 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import type { TestEnv } from '../support/cluster.js';
-import { registerWebhooks, waitUntilLive, type RunningAdmission } from '../e2e/admission-service.js';
 import { seedAdmissionNamespace } from './admission-direct.js';
 import { benchEnv, mapLimit, say, timer } from './env.js';
 import { metricSum } from '../support/prometheus-text.js';
 import { notebookCluster } from './reviews.js';
 import type { Scale } from './scale.js';
 import { round, summarize, type Summary } from './stats.js';
+import { registerWebhooks, waitUntilLive } from '../support/webhook-configurations.js';
+import { type RunningAdmission } from '../support/services.js';
 
 type Mode = 'on' | 'off';
 type Op = 'create' | 'update';
@@ -119,7 +120,7 @@ export async function admissionApiServer(
       }
     }
     const reviewsServed = (await served()) - servedBefore;
-    svc.logs().length = 0;
+    svc.clearLogs();
 
     const mutated = async (mode: Mode) => {
       const list = (await custom.listNamespacedCustomObject({ ...G, namespace: ns[mode] })) as {

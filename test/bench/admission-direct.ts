@@ -10,7 +10,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { TestEnv } from '../support/cluster.js';
 import { apply, kubectlOk } from '../support/kd-objects.js';
-import type { RunningAdmission } from '../e2e/admission-service.js';
 import type { BaselineKind, ServerStats } from './baseline-server.js';
 import { say } from './env.js';
 import type { LoadResult, LoadSpec } from './load-worker.js';
@@ -19,6 +18,7 @@ import { metricSum } from '../support/prometheus-text.js';
 import { benchReviews, expectedAnswer, seedObjects, SEED, type BenchReview } from './reviews.js';
 import type { Scale } from './scale.js';
 import { median, round } from './stats.js';
+import { type RunningAdmission } from '../support/services.js';
 
 export type Target = 'service' | BaselineKind;
 
@@ -53,7 +53,7 @@ export interface DirectResult {
     service: FullLoad;
     baseline: FullLoad;
     minimal: FullLoad;
-    /** service ÷ baseline reviews per second: the DESIGN §10 figure. */
+    /** service ÷ baseline reviews per second: the figure the throughput target is stated in. */
     ratio: number;
     /** baseline ÷ service CPU per review. */
     cpuRatio: number;
@@ -95,7 +95,7 @@ function serviceServer(svc: RunningAdmission): Server {
     async stats() {
       const text = await svc.metrics();
       // The service keeps every log line in this process's memory; drop them between runs.
-      svc.logs().length = 0;
+      svc.clearLogs();
       return {
         cpuMicros: metricSum(text, 'kd_admission_process_cpu_seconds_total') * 1e6,
         rssBytes: metricSum(text, 'kd_admission_process_resident_memory_bytes'),

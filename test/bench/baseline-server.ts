@@ -2,7 +2,7 @@
  * The baselines of the direct admission benchmark, run as a process of its own (forked with IPC), two
  * bare `node:https` servers with the same TLS settings as the admission service (the very `tlsOptions`
  * of admission/dist, and the same server timeouts):
- * - "baseline" (DESIGN §10): reads each request body to the end and answers one fixed AdmissionReview —
+ * - "baseline" (the reference of the throughput target): reads each request body to the end and answers one fixed AdmissionReview —
  *   the cost of TLS and HTTP alone;
  * - "minimal": the least a webhook the API server accepts can do — parses the body, and answers with
  *   the request's uid and a one-operation JSON Patch built and base64-encoded per request.

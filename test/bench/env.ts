@@ -3,27 +3,17 @@
  * namespace (the interface the test helpers take, built here without jest), bounded-concurrency
  * creation of many objects, and the machine description every report carries.
  */
-import { execFile } from 'node:child_process';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { errorStatus } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
-import type { RunResult, TestEnv } from '../support/cluster.js';
+import type { TestEnv } from '../support/cluster.js';
+import { runKubectl, sleep } from '../support/processes.js';
 
 export function kubeConfigOf(cp: ControlPlane): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
   return kc;
-}
-
-function run(bin: string, args: string[], input?: string): Promise<RunResult> {
-  return new Promise((ok) => {
-    const child = execFile(bin, args, { timeout: 120_000, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      ok({ code, stdout: stdout.toString(), stderr: stderr.toString() });
-    });
-    if (input !== undefined) child.stdin?.end(input);
-  });
 }
 
 /** A namespace of the bench's own (created here) and the TestEnv the support helpers expect. */
@@ -37,10 +27,7 @@ export async function benchEnv(cp: ControlPlane, namespace: string): Promise<Tes
     info,
     kc,
     namespace,
-    kubectl(args, opts = {}) {
-      const ns = opts.namespace === false ? [] : ['--namespace', opts.namespace ?? namespace];
-      return run(info.binDir.kubectl, ['--kubeconfig', info.kubeconfigPath, ...ns, ...args], opts.input);
-    },
+    kubectl: (args, opts) => runKubectl(info, namespace, args, { ...opts, timeoutMs: 120_000 }),
     helm() {
       throw new Error('helm is not used by the benchmark');
     },
@@ -88,10 +75,6 @@ export async function withRetry<T>(what: string, fn: () => Promise<T>, attempts 
       await sleep(100 * 2 ** i);
     }
   }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 export interface MachineInfo {

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { apply, configMap, kdApp } from '../support/kd-objects.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
-import { benchEnv, say, sleep, timer } from './env.js';
+import { benchEnv, say, timer } from './env.js';
+import { sleep } from '../support/processes.js';
 import {
   counters,
   createClustersAndPods,
@@ -23,6 +23,7 @@ import {
 } from './reconciler-probes.js';
 import type { Scale } from './scale.js';
 import { percentile, round } from './stats.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const CM = 'shared-config';
 /** configmeta groups connected ConfigMaps by this label value (kubedirector.hpe.com/cmType). */

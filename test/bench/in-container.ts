@@ -14,8 +14,9 @@ import type { ControlPlane } from '../controlplane/controlplane.js';
 import { startNode, type NodeHandle } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { apply, configMap, kdApp, kdCluster } from '../support/kd-objects.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
-import { benchEnv, mapLimit, say, sleep, timer } from './env.js';
+import { sleep } from '../support/processes.js';
+import { startReconciler, type ReconcilerProcess } from '../support/services.js';
+import { benchEnv, mapLimit, say, timer } from './env.js';
 import type { Scale } from './scale.js';
 import { percentile, round } from './stats.js';
 

@@ -10,11 +10,12 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { apply, configMap, kdApp } from '../support/kd-objects.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
-import { benchEnv, say, sleep, timer } from './env.js';
+import { benchEnv, say, timer } from './env.js';
+import { sleep } from '../support/processes.js';
 import { counters, createClustersAndPods, waitQuiet, type ReconcilerCounters } from './reconciler-probes.js';
 import type { Scale } from './scale.js';
 import { round } from './stats.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const LEASE = 'kd-connections-reconciler';
 const SETTLE_MS = 20_000;

@@ -6,10 +6,11 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@kd-connections/shared';
 import { readAudit, type AuditEvent } from '../support/audit.js';
-import type { ReconcilerProcess } from '../support/reconciler.js';
 import { memberPod } from '../support/kd-objects.js';
-import { mapLimit, sleep, withRetry } from './env.js';
+import { mapLimit, withRetry } from './env.js';
+import { sleep } from '../support/processes.js';
 import { metricSum } from '../support/prometheus-text.js';
+import { type ReconcilerProcess } from '../support/services.js';
 
 export interface ReconcilerCounters {
   podWrites: number;

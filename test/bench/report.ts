@@ -1,6 +1,6 @@
 /**
  * The report of one run: JSON with every figure (written as is) and a Markdown rendering that puts
- * each figure next to its DESIGN §10 target and to the baseline measured in the same run.
+ * each figure next to its target and to the baseline measured in the same run.
  */
 import type { ApiServerResult } from './admission-apiserver.js';
 import type { DirectResult, ServerRun } from './admission-direct.js';
@@ -37,7 +37,7 @@ export interface BenchReport {
   profile?: ProfileSummary;
 }
 
-/** Targets of DESIGN §10 (availability is measured by the reliability suite, not here). */
+/** The project's performance targets (availability is measured by the reliability suite, not here). */
 export const TARGETS = {
   throughputRatio: 0.7,
   p99At500Ms: 5,
@@ -83,7 +83,7 @@ export function renderMarkdown(r: BenchReport): string {
   );
   out.push('');
 
-  out.push('## Figures against the targets (DESIGN §10)');
+  out.push('## Figures against the targets');
   out.push('');
   const rows: (string | number)[][] = [];
   if (direct) {

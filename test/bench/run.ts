@@ -2,8 +2,8 @@
  * `npm run bench [-- --scale large] [-- --only admission-direct,fanout] [-- --cpu-prof] [-- --no-pin]`
  *
  * Starts a control plane of its own (loopback only, audit log of every write), runs the sections in
- * order and writes test/bench/results/<date>[-<scale>].md and .json: every figure, its target from
- * DESIGN §10, the baseline it is compared with (measured in the same run), and the machine (cores, CPU
+ * order and writes test/bench/results/<date>[-<scale>].md and .json: every figure, its target (TARGETS
+ * in report.ts), the baseline it is compared with (measured in the same run), and the machine (cores, CPU
  * model, Node version, load average before and after each section). A section that fails is reported
  * as failed and the others still run.
  */
@@ -12,8 +12,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startControlPlane } from '../controlplane/controlplane.js';
-import { ensureCrds } from '../support/crds.js';
-import { startAdmission, type RunningAdmission } from '../e2e/admission-service.js';
 import { admissionDirect, seedAdmissionNamespace } from './admission-direct.js';
 import { admissionApiServer } from './admission-apiserver.js';
 import { benchEnv, loadAverage, machineInfo, say, timer } from './env.js';
@@ -23,6 +21,8 @@ import { reconcilerMemory } from './memory.js';
 import { summarizeProfiles } from './profile.js';
 import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
 import { SCALES, type Scale } from './scale.js';
+import { installCrds } from '../support/crds.js';
+import { type RunningAdmission, startAdmission } from '../support/services.js';
 
 const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'in-container', 'memory'] as const;
 type SectionName = (typeof SECTIONS)[number];
@@ -46,7 +46,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   console.log(`npm run bench -- [options]
-  --scale small|large|smoke  counts and durations (default small: DESIGN §10 counts, a few minutes on 2 cores;
+  --scale small|large|smoke  counts and durations (default small: the target counts, a few minutes on 2 cores;
                         large: more cores; smoke: checks the bench itself runs, figures meaningless)
   --only a,b            sections to run: ${SECTIONS.join(', ')} (default all)
   --out DIR             where the report goes (default test/bench/results)
@@ -145,7 +145,7 @@ try {
     await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
   if (wanted('fanout') || wanted('in-container') || wanted('memory')) {
     const env = await benchEnv(cp, 'bench-crds');
-    await ensureCrds(env);
+    await installCrds(env);
   }
   await section('fanout', () => fanout(cp, scale, logDir));
   await section('in-container', () => inContainer(cp, scale));
@@ -158,7 +158,7 @@ try {
 /** The admission service on a seeded namespace, then both admission sections against it. */
 async function admission(): Promise<void> {
   const env = await benchEnv(cp, 'bench-adm');
-  await ensureCrds(env);
+  await installCrds(env);
   await seedAdmissionNamespace(env);
   const saved = process.env.NODE_OPTIONS;
   if (profDir) {

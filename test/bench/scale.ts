@@ -1,6 +1,7 @@
 /**
  * Every count and duration of the benchmark, per scale. `small` (the default) fits a 2-core machine in
- * a few minutes and uses the counts of DESIGN §10; `large` (`npm run bench -- --scale large`) is for
+ * a few minutes and uses the counts the targets are stated for (e.g. fan-out of 1 ConfigMap to 200 clusters × 5
+ * pods); `large` (`npm run bench -- --scale large`) is for
  * machines with more cores: longer runs, more rounds and bigger object counts; `smoke` only checks
  * that the benchmark runs.
  */

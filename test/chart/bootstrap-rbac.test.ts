@@ -12,15 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { useTestEnv } from '../support/cluster.js';
-import https from 'node:https';
 import { freePort } from '../controlplane/net.js';
-import { eventually, repoRoot, startService } from '../support/processes.js';
+import { eventually, ok, repoRoot } from '../support/processes.js';
+import { startAdmission } from '../support/services.js';
 import {
   TempDir,
   containerArgs,
   grantedBeyondBaseline,
   helmTemplate,
-  ok,
   one,
   randomName,
   serviceAccountKubeconfig,
@@ -226,10 +225,19 @@ describe('bootstrap-mode RBAC of the admission service', () => {
       ]),
     );
     const port = await freePort();
-    const proc = startService(
-      'admission/dist/main.js',
+    let caPem = '';
+    const proc = await startAdmission(
+      env,
       withArgs(bootstrapArgs, { port: String(port), 'bind-address': '127.0.0.1', kubeconfig: saKubeconfig }),
-      { KUBECONFIG: '', POD_NAMESPACE: ns, POD_NAME: `${fullname}-admission-5c7d8-q2x4z` },
+      {
+        port,
+        certificateFiles: false,
+        kubeconfig: saKubeconfig,
+        env: { POD_NAMESPACE: ns, POD_NAME: `${fullname}-admission-5c7d8-q2x4z` },
+        // Verified with the CA of the Secret it creates, once it has.
+        trustedCa: () => caPem,
+        waitReady: false,
+      },
     );
     try {
       // The Secret it created, with the CA the API server is told to trust.
@@ -242,21 +250,9 @@ describe('bootstrap-mode RBAC of the admission service', () => {
         90_000,
       );
       expect(secret.type).toBe('kubernetes.io/tls');
-      const caPem = Buffer.from(secret.data['ca.crt'], 'base64').toString();
+      caPem = Buffer.from(secret.data['ca.crt'], 'base64').toString();
       // Ready, serving a certificate for 127.0.0.1 signed by that CA.
-      await eventually(
-        'bootstrap service ready',
-        () =>
-          new Promise<boolean>((resolve) =>
-            https
-              .get(`https://127.0.0.1:${port}/readyz`, { ca: caPem, agent: false }, (res) => {
-                res.resume();
-                resolve(res.statusCode === 200);
-              })
-              .on('error', () => resolve(false)),
-          ),
-        90_000,
-      );
+      await proc.waitReady(90_000);
       // That CA is in caBundle of both of its configurations.
       const caBody = caPem.split(/\r?\n/)[1]!;
       for (const kind of ['validatingwebhookconfiguration', 'mutatingwebhookconfiguration']) {

@@ -1,6 +1,7 @@
 /**
  * Helpers for the chart tests: render the chart, read container args out of it, make a kubeconfig from
- * a ServiceAccount token, run the services on loopback the way the chart's Deployments would, and read
+ * a ServiceAccount token, run the services on loopback the way the chart's Deployments would (with the
+ * harness's one service starter, test/support/services.ts), and read
  * `kubectl auth can-i --list`.
  *
  * Safety: the chart is only ever INSTALLED in url mode with a 127.0.0.1 URL. Service-mode manifests are
@@ -10,19 +11,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import type { RunResult, TestEnv } from '../support/cluster.js';
-import { freePort } from '../controlplane/net.js';
-import { eventually, repoRoot, startService, type ServiceProcess } from '../support/processes.js';
+import type { TestEnv } from '../support/cluster.js';
+import { ok, repoRoot } from '../support/processes.js';
+import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
 
 export const CHART = join(repoRoot, 'charts', 'kd-connections');
 export const EXAMPLES = join(repoRoot, 'examples');
 
 export type Doc = Record<string, any>;
-
-export function ok(r: RunResult, what: string): RunResult {
-  if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}):\n${r.stderr}\n${r.stdout}`);
-  return r;
-}
 
 export function parseDocs(text: string): Doc[] {
   return parseAllDocuments(text)
@@ -114,12 +110,9 @@ export async function serviceAccountKubeconfig(env: TestEnv, dir: TempDir, names
   return dir.file(`kubeconfig-${sa}`, JSON.stringify(kubeconfig));
 }
 
-export interface LoopbackAdmission {
-  proc: ServiceProcess;
-  port: number;
+export interface LoopbackAdmission extends RunningAdmission {
+  /** The chart's container args with what only makes sense in a pod replaced. */
   args: string[];
-  url(path: string): string;
-  stop(): Promise<void>;
 }
 
 /**
@@ -142,54 +135,28 @@ export async function startLoopbackAdmission(
     'tls-key-file': key,
     kubeconfig,
   });
-  const proc = startService('admission/dist/main.js', args, { KUBECONFIG: '' });
-  await proc.waitForLog((l) => l.msg === 'listening');
-  const url = (path: string) => `https://127.0.0.1:${port}${path}`;
-  await eventually(
-    'admission /readyz',
-    async () => {
-      if (proc.exited) throw new Error(`admission exited:\n${proc.output().slice(-3000)}`);
-      return (await httpsStatus(url('/readyz'), env.info.webhookCaPem)) === 200;
-    },
-    60_000,
-  );
-  return { proc, port, args, url, stop: async () => void (await proc.stop()) };
+  const svc = await startAdmission(env, args, { port, kubeconfig, certificateFiles: false });
+  return Object.assign(svc, { args });
 }
 
-export interface LoopbackReconciler {
-  proc: ServiceProcess;
-  metricsPort: number;
+export interface LoopbackReconciler extends ReconcilerProcess {
+  /** The chart's container args with what only makes sense in a pod replaced. */
   args: string[];
-  stop(): Promise<void>;
 }
 
 /** Runs the reconciler with the chart's container args; metrics on loopback, identity like a pod's. */
 export async function startLoopbackReconciler(
+  env: TestEnv,
   chartArgs: string[],
   kubeconfig: string,
   identity: string,
 ): Promise<LoopbackReconciler> {
-  const metricsPort = await freePort();
-  const args = withArgs(chartArgs, {
-    'metrics-bind-address': `127.0.0.1:${metricsPort}`,
-    kubeconfig,
-    'watch-timeout-seconds': '60',
-  });
-  // KD_IDENTITY comes from the pod name in the chart (fieldRef); here it is given directly.
-  const proc = startService('reconciler/dist/main.js', args, { KUBECONFIG: '', KD_IDENTITY: identity });
-  return { proc, metricsPort, args, stop: async () => void (await proc.stop()) };
-}
-
-async function httpsStatus(url: string, ca: string): Promise<number> {
-  const https = await import('node:https');
-  return new Promise((resolve, reject) => {
-    https
-      .get(url, { ca, agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      })
-      .on('error', reject);
-  });
+  // The metrics address is chosen by startReconciler (a free port on 127.0.0.1).
+  const args = withArgs(chartArgs, { 'metrics-bind-address': undefined, kubeconfig, 'watch-timeout-seconds': '60' });
+  // No namespace: the chart's flags say what to watch. KD_IDENTITY comes from the pod name in the chart
+  // (fieldRef); here it is given directly.
+  const rec = await startReconciler({ info: env.info }, { args, kubeconfig, env: { KD_IDENTITY: identity } });
+  return Object.assign(rec, { args });
 }
 
 export interface CanIRow {
@@ -243,8 +210,4 @@ export async function grantedBeyondBaseline(
     permissions(await canIList(env, `system:serviceaccount:${saNamespace}:kd-no-bindings-${sa.length}`, namespace)),
   );
   return { extra: permissions(rows).filter((p) => !baseline.has(p)), rows };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -17,16 +17,16 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
+import { installCrds } from '../support/crds.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 import { getJson, kubectlOk, memberPod, podConfigMeta } from '../support/kd-objects.js';
-import { eventually, repoRoot } from '../support/processes.js';
+import { eventually, ok, repoRoot } from '../support/processes.js';
 import { freePort } from '../controlplane/net.js';
 import {
   EXAMPLES,
   TempDir,
   containerArgs,
   helmTemplate,
-  ok,
   one,
   parseDocs,
   randomName,
@@ -113,7 +113,7 @@ function pointer(obj: Doc, path: string): unknown {
 }
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   for (const name of [apps, ssa])
     await env.kc
       .makeApiClient(CoreV1Api)
@@ -189,8 +189,13 @@ beforeAll(async () => {
   const reconcilerKubeconfig = await serviceAccountKubeconfig(env, dir, ns, `${fullname}-reconciler`);
   startReconciler = async () => {
     if (reconciler) return;
-    reconciler = await startLoopbackReconciler(reconcilerArgs, reconcilerKubeconfig, `${fullname}-reconciler-gitops-0`);
-    await reconciler.proc.waitForLog((l) => l.msg === 'became leader', 60_000);
+    reconciler = await startLoopbackReconciler(
+      env,
+      reconcilerArgs,
+      reconcilerKubeconfig,
+      `${fullname}-reconciler-gitops-0`,
+    );
+    await reconciler.waitForLog((l) => l.msg === 'became leader', 60_000);
   };
 
   // Live: the API server calls the validating webhook through the rendered configuration.
@@ -204,7 +209,7 @@ beforeAll(async () => {
         spec: { app: 'no-such-app', roles: [{ id: 'x', members: 1 }] },
       }),
     });
-    return r.code !== 0 && r.stderr.includes('admission webhook "validate-kdcluster.kd-connections.hpe.com" denied');
+    return r.code !== 0 && r.stderr.includes(`admission webhook "${WEBHOOK_NAMES.validateCluster}" denied`);
   });
 
   // Three commits of the examples: each of v2 and v3 changes the data of a connected ConfigMap.
@@ -337,7 +342,7 @@ describe('GitOps re-applies', () => {
   }
 
   const dryRunReviews = (where: string) =>
-    admission.proc.logs().filter((l) => l.msg === 'review' && l.dryRun === true && l.namespace === where).length;
+    admission.logs().filter((l) => l.msg === 'review' && l.dryRun === true && l.namespace === where).length;
 
   it('the examples, client-side apply (Argo CD default): after the webhook and the reconciler raised generators, a re-apply writes nothing and kubectl diff is empty', async () => {
     const v2 = commits[1]!;

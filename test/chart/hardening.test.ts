@@ -20,10 +20,12 @@ import http from 'node:http';
 import https from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { createCA, createClientCert } from '@kd-connections/certs';
-import { run, useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
+import { useTestEnv } from '../support/cluster.js';
+import { installCrds } from '../support/crds.js';
 import { getJson, kdApp, kdCluster, kubectlOk, memberPod } from '../support/kd-objects.js';
-import { eventually, startService, type ServiceProcess } from '../support/processes.js';
+import { eventually, ok, run, type ServiceProcess } from '../support/processes.js';
+import { startAdmission } from '../support/services.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 import { freePort } from '../controlplane/net.js';
 import {
   CHART,
@@ -31,7 +33,6 @@ import {
   containerArgs,
   grantedBeyondBaseline,
   helmTemplate,
-  ok,
   one,
   randomName,
   serviceAccountKubeconfig,
@@ -48,8 +49,8 @@ const release = randomName('kdh');
 const fullname = `${release}-kd-connections`;
 const admissionSA = `${fullname}-admission`;
 const reconcilerSA = `${fullname}-reconciler`;
-const FAILED_VALIDATE_CLUSTER = 'failed calling webhook "validate-kdcluster.kd-connections.hpe.com"';
-const FAILED_VALIDATE_APP = 'failed calling webhook "validate-kdapp.kd-connections.hpe.com"';
+const FAILED_VALIDATE_CLUSTER = `failed calling webhook "${WEBHOOK_NAMES.validateCluster}"`;
+const FAILED_VALIDATE_APP = `failed calling webhook "${WEBHOOK_NAMES.validateApp}"`;
 
 const dir = new TempDir();
 let port: number;
@@ -59,7 +60,7 @@ let admission: LoopbackAdmission | undefined;
 let authenticated: ServiceProcess | undefined;
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   await env.kc
     .makeApiClient(CoreV1Api)
     .createNamespace({ body: { metadata: { name: apps, labels: { 'kd-test': 'true' } } } });
@@ -276,11 +277,11 @@ describe('admission with watchNamespaces: namespaced rights, and the service run
     expect(chartArgs).toContain(`--namespaces=${apps}`);
     // Ready = every cache listed with this token (they would be forbidden cluster-wide).
     admission = await startLoopbackAdmission(env, dir, chartArgs, kubeconfig, port);
-    expect(admission.proc.output()).not.toMatch(/forbidden/i);
+    expect(admission.output()).not.toMatch(/forbidden/i);
     const bad = kdApp('catalog-bad', { connectable_to: [{ version: 'not a version' }] });
     const r = await env.kubectl(['create', '-f', '-'], { namespace: ns, input: JSON.stringify(bad) });
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('admission webhook "validate-kdapp.kd-connections.hpe.com" denied the request');
+    expect(r.stderr).toContain(`admission webhook "${WEBHOOK_NAMES.validateApp}" denied the request`);
     expect(r.stderr).toContain('spec.connectable_to[0].version');
     await kubectlOk(env, ['create', '-f', '-'], { namespace: ns, input: JSON.stringify(kdApp('catalog-good')) });
   });
@@ -335,7 +336,8 @@ describe('client-certificate authentication (admission.clientAuth)', () => {
       'tls-key-file': dir.file('tls.key', env.info.webhookServing.keyPem),
       kubeconfig: await serviceAccountKubeconfig(env, dir, ns, admissionSA),
     });
-    authenticated = startService('admission/dist/main.js', args, { KUBECONFIG: '' });
+    // Its /readyz is on the plain probes port, waited for below.
+    authenticated = await startAdmission(env, args, { port: webhookPort, certificateFiles: false, waitReady: false });
     await authenticated.waitForLog((l) => l.msg === 'listening');
     // Every kubelet probe is plain HTTP on the probes port, and answers there.
     for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])

@@ -13,9 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
+import { installCrds } from '../support/crds.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 import { getJson, kubectlOk, memberPod, podConfigMeta } from '../support/kd-objects.js';
-import { eventually } from '../support/processes.js';
+import { eventually, ok } from '../support/processes.js';
 import { freePort } from '../controlplane/net.js';
 import {
   CHART,
@@ -24,7 +25,6 @@ import {
   containerArgs,
   grantedBeyondBaseline,
   helmTemplate,
-  ok,
   one,
   parseDocs,
   randomName,
@@ -45,12 +45,6 @@ const admissionSA = `${fullname}-admission`;
 const reconcilerSA = `${fullname}-reconciler`;
 const lease = `${fullname}-reconciler`;
 const DENIED = join(EXAMPLES, 'denied', 'notebook-to-postgres.yaml');
-const WEBHOOK_NAMES = [
-  'validate-kdcluster.kd-connections.hpe.com',
-  'validate-kdapp.kd-connections.hpe.com',
-  'mutate-kdcluster.kd-connections.hpe.com',
-  'mutate-pod.kd-connections.hpe.com',
-];
 
 const dir = new TempDir();
 let port: number;
@@ -97,8 +91,8 @@ async function startServices(extraTemplateArgs: string[] = []): Promise<void> {
     port,
   );
   const recArgs = containerArgs(one(await installedManifest(), 'Deployment', `${fullname}-reconciler`));
-  reconciler = await startLoopbackReconciler(recArgs, reconcilerKubeconfig, `${fullname}-reconciler-7d9f-x1`);
-  await reconciler.proc.waitForLog((l) => l.msg === 'became leader', 60_000);
+  reconciler = await startLoopbackReconciler(env, recArgs, reconcilerKubeconfig, `${fullname}-reconciler-7d9f-x1`);
+  await reconciler.waitForLog((l) => l.msg === 'became leader', 60_000);
 }
 
 async function stopServices(): Promise<void> {
@@ -119,10 +113,10 @@ const clusterObject = async (args: string[]): Promise<Doc> =>
     ok(await env.kubectl(['get', ...args, '-o', 'json'], { namespace: false }), `get ${args.join(' ')}`).stdout,
   );
 const reviews = (pred: (l: Doc) => boolean) =>
-  (admission?.proc.logs() ?? []).filter((l) => l.msg === 'review' && pred(l as Doc));
+  (admission?.logs() ?? []).filter((l) => l.msg === 'review' && pred(l as Doc));
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   await env.kc
     .makeApiClient(CoreV1Api)
     .createNamespace({ body: { metadata: { name: apps, labels: { 'kd-test': 'true' } } } });
@@ -183,7 +177,7 @@ describe('the chart installed in url mode', () => {
         ]);
       }
     }
-    expect(names.sort()).toEqual([...WEBHOOK_NAMES].sort());
+    expect(names.sort()).toEqual(Object.values(WEBHOOK_NAMES).sort());
   });
 
   it("runs both services with TokenRequest tokens of the chart's ServiceAccounts and the chart's container args", async () => {
@@ -202,8 +196,8 @@ describe('the chart installed in url mode', () => {
     expect(l.metadata.labels['app.kubernetes.io/instance']).toBe(release);
     expect(l.spec.holderIdentity).toBe(`${fullname}-reconciler-7d9f-x1`);
     // Nothing was refused on the way.
-    expect(admission!.proc.output()).not.toMatch(/forbidden/i);
-    expect(reconciler!.proc.output()).not.toMatch(/forbidden/i);
+    expect(admission!.output()).not.toMatch(/forbidden/i);
+    expect(reconciler!.output()).not.toMatch(/forbidden/i);
   });
 
   it('enforces the examples through the installed configurations: admitted, mutated, denied', async () => {
@@ -225,7 +219,7 @@ describe('the chart installed in url mode', () => {
 
     const denied = await env.kubectl(['apply', '-f', DENIED], { namespace: apps });
     expect(denied.code).not.toBe(0);
-    expect(denied.stderr).toContain('admission webhook "validate-kdcluster.kd-connections.hpe.com" denied the request');
+    expect(denied.stderr).toContain(`admission webhook "${WEBHOOK_NAMES.validateCluster}" denied the request`);
     expect(denied.stderr).toMatch(/spec\.connections\.clusters\[0\].*pg-main/);
     // ... answered by this process, through this release's configuration (nothing else covers `apps`).
     expect(
@@ -388,7 +382,7 @@ describe('the chart installed in url mode', () => {
 
     // The admission service (no Secret rights now) still enforces, and refuses new Secret connections.
     const denied = await env.kubectl(['apply', '-f', DENIED], { namespace: apps });
-    expect(denied.stderr).toContain('admission webhook "validate-kdcluster.kd-connections.hpe.com" denied the request');
+    expect(denied.stderr).toContain(`admission webhook "${WEBHOOK_NAMES.validateCluster}" denied the request`);
     const secretConn = await env.kubectl(['apply', '--dry-run=server', '-f', '-'], {
       namespace: apps,
       input: JSON.stringify({
@@ -400,8 +394,8 @@ describe('the chart installed in url mode', () => {
     });
     expect(secretConn.code).not.toBe(0);
     expect(secretConn.stderr).toContain('secret connections are disabled in this installation');
-    expect(admission!.proc.output()).not.toMatch(/forbidden/i);
-    expect(reconciler!.proc.output()).not.toMatch(/forbidden/i);
+    expect(admission!.output()).not.toMatch(/forbidden/i);
+    expect(reconciler!.output()).not.toMatch(/forbidden/i);
   });
 
   it('helm uninstall leaves nothing behind but the CRDs (and the objects made with them)', async () => {

@@ -7,6 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useTestEnv } from '../support/cluster.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 import { CHART, containerArgs, find, helmTemplate, one, sets, type Doc } from './chart-support.js';
 
 const env = useTestEnv();
@@ -215,12 +216,7 @@ describe('helm lint and helm template', () => {
     const served = readFileSync(join(CHART, '..', '..', 'admission', 'src', 'webhooks', 'index.ts'), 'utf8');
     expect(served).toMatch(/validateKdCluster, mutateKdCluster, validateKdApp, mutatePod/);
     const byName: Record<string, Doc> = Object.fromEntries(webhooksOf(docs).map((w: Doc) => [w.name, w]));
-    expect(Object.keys(byName).sort()).toEqual([
-      'mutate-kdcluster.kd-connections.hpe.com',
-      'mutate-pod.kd-connections.hpe.com',
-      'validate-kdapp.kd-connections.hpe.com',
-      'validate-kdcluster.kd-connections.hpe.com',
-    ]);
+    expect(Object.keys(byName).sort()).toEqual(Object.values(WEBHOOK_NAMES).sort());
     for (const [name, w] of Object.entries(byName)) {
       // The path is the one admission/src/webhooks/<file>.ts serves.
       const path = w.clientConfig.service.path as string;
@@ -245,7 +241,7 @@ describe('helm lint and helm template', () => {
       expect(w.failurePolicy).toBe(name.startsWith('validate-') ? 'Fail' : 'Ignore');
       for (const rule of w.rules) expect(rule.operations).not.toContain('DELETE');
     }
-    expect(byName['validate-kdcluster.kd-connections.hpe.com']!.rules).toEqual([
+    expect(byName[WEBHOOK_NAMES.validateCluster]!.rules).toEqual([
       {
         apiGroups: ['kubedirector.hpe.com'],
         apiVersions: ['v1beta1'],
@@ -254,9 +250,9 @@ describe('helm lint and helm template', () => {
         scope: 'Namespaced',
       },
     ]);
-    expect(byName['validate-kdapp.kd-connections.hpe.com']!.rules[0].resources).toEqual(['kubedirectorapps']);
-    expect(byName['mutate-kdcluster.kd-connections.hpe.com']!.rules[0].resources).toEqual(['kubedirectorclusters']);
-    const pod = byName['mutate-pod.kd-connections.hpe.com']!;
+    expect(byName[WEBHOOK_NAMES.validateApp]!.rules[0].resources).toEqual(['kubedirectorapps']);
+    expect(byName[WEBHOOK_NAMES.mutateCluster]!.rules[0].resources).toEqual(['kubedirectorclusters']);
+    const pod = byName[WEBHOOK_NAMES.mutatePod]!;
     expect(pod.rules).toEqual([
       { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' },
     ]);
@@ -515,7 +511,7 @@ describe('helm lint and helm template', () => {
   });
 });
 
-describe('hardening (issue 16): outage-proof validation, the system catalog, narrow RBAC, client certificates', () => {
+describe('hardening: outage-proof validation, the system catalog, narrow RBAC, client certificates', () => {
   const fullname = `${REL}-kd-connections`;
   const selectorOf = (docs: Doc[], name: string) =>
     webhooksOf(docs).find((w: Doc) => w.name === name)!.namespaceSelector.matchExpressions;

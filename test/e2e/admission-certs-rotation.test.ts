@@ -7,15 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { useTestEnv } from '../support/cluster.js';
 import { writes } from '../support/audit.js';
-import { eventually } from '../support/processes.js';
-import {
-  installCrds,
-  must,
-  registerWebhooks,
-  waitUntilLive,
-  type Registration,
-  type RunningAdmission,
-} from './admission-service.js';
+import { eventually, ok } from '../support/processes.js';
 import {
   caBundles,
   counterSum,
@@ -27,6 +19,9 @@ import {
   startLoad,
   type Balancer,
 } from './admission-certs-support.js';
+import { installCrds } from '../support/crds.js';
+import { registerWebhooks, type Registration, waitUntilLive } from '../support/webhook-configurations.js';
+import { type RunningAdmission } from '../support/services.js';
 
 const env = useTestEnv();
 const SECRET = 'rotating-tls';
@@ -108,7 +103,7 @@ describe('rotation under load', () => {
     const load = startLoad(env, { maxRequests: 6000, maxMs: 170_000, pauseMs: 20 });
     await eventually('load running', () => load.sent() >= 10, 30_000, 50);
     // Losing the CA (or its key) forces a new one; the serving certificate still in use is signed by the old.
-    must(
+    ok(
       await env.kubectl([
         'patch',
         'secret',

@@ -17,7 +17,9 @@ import {
 } from '@kubernetes/client-node';
 import { inspectCertificate, isIssuedBy, splitPemBlocks } from '@kd-connections/certs';
 import type { TestEnv } from '../support/cluster.js';
-import { sleep, startAdmission, WEBHOOK_NAMES, type RunningAdmission } from './admission-service.js';
+import { sleep } from '../support/processes.js';
+import { type RunningAdmission, startAdmission } from '../support/services.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 
 const G = { group: 'kubedirector.hpe.com', version: 'v1beta1' } as const;
 

@@ -8,16 +8,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { isIssuedBy } from '@kd-connections/certs';
 import { useTestEnv } from '../support/cluster.js';
 import { writes } from '../support/audit.js';
-import { eventually } from '../support/processes.js';
-import {
-  installCrds,
-  must,
-  registerWebhooks,
-  waitUntilLive,
-  WEBHOOK_NAMES,
-  type Registration,
-  type RunningAdmission,
-} from './admission-service.js';
+import { eventually, ok } from '../support/processes.js';
 import {
   caBundles,
   readTlsSecret,
@@ -29,6 +20,14 @@ import {
   startLoad,
   type Balancer,
 } from './admission-certs-support.js';
+import { installCrds } from '../support/crds.js';
+import {
+  registerWebhooks,
+  type Registration,
+  waitUntilLive,
+  WEBHOOK_NAMES,
+} from '../support/webhook-configurations.js';
+import { type RunningAdmission } from '../support/services.js';
 
 const env = useTestEnv();
 const SECRET = 'admission-tls';
@@ -96,9 +95,9 @@ spec:
   connections:
     configmaps: [marker-cm]
 `;
-    const ok = must(await env.kubectl(['apply', '-f', '-'], { input: cluster('admitted', 'marker-app') }), 'apply');
-    expect(ok.stdout).toContain('kubedirectorcluster.kubedirector.hpe.com/admitted created');
-    const got = JSON.parse(must(await env.kubectl(['get', 'kdcluster', 'admitted', '-o', 'json']), 'get').stdout);
+    const admitted = ok(await env.kubectl(['apply', '-f', '-'], { input: cluster('admitted', 'marker-app') }), 'apply');
+    expect(admitted.stdout).toContain('kubedirectorcluster.kubedirector.hpe.com/admitted created');
+    const got = JSON.parse(ok(await env.kubectl(['get', 'kdcluster', 'admitted', '-o', 'json']), 'get').stdout);
     expect(got.spec.configMetaGenerator).toBe(1); // set by the mutating webhook
     const denied = await env.kubectl(['apply', '-f', '-'], { input: cluster('denied', 'no-such-app') });
     expect(denied.code).not.toBe(0);
@@ -111,7 +110,7 @@ spec:
     const load = startLoad(env, { maxRequests: 1500, maxMs: 90_000, pauseMs: 20 });
     await eventually('load running', () => load.sent() >= 10, 30_000, 50);
     const garbage = Buffer.from('-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n');
-    must(
+    ok(
       await env.kubectl([
         'patch',
         'secret',
@@ -171,7 +170,7 @@ describe('a Secret that cannot be repaired', () => {
     const first = await served(port);
     // Broken and immutable in one write: renewal is needed and impossible.
     const garbage = Buffer.from('garbage').toString('base64');
-    must(
+    ok(
       await env.kubectl([
         'patch',
         'secret',

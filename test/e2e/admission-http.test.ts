@@ -8,7 +8,9 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { createCA, createServingCert } from '@kd-connections/certs';
 import { useTestEnv } from '../support/cluster.js';
-import { httpsGet, installCrds, sleep, startAdmission, type RunningAdmission } from './admission-service.js';
+import { httpsGet, type RunningAdmission, startAdmission } from '../support/services.js';
+import { installCrds } from '../support/crds.js';
+import { sleep } from '../support/processes.js';
 
 const env = useTestEnv();
 let svc: RunningAdmission;
@@ -324,7 +326,7 @@ describe('SIGTERM', () => {
     expect(res.status).toBe(200);
     expect(res.headers.connection).toBe('close');
     expect(JSON.parse(res.body).response.uid).toBe('b1f0c2d3-0000-4000-8000-000000000001');
-    expect(await svc.exited).toEqual({ code: 0, signal: null });
+    expect(await svc.exit).toEqual({ code: 0, signal: null });
     expect(svc.logs().find((l) => l.msg === 'stopped')).toMatchObject({ forced: false });
   });
 });

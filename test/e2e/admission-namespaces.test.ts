@@ -10,7 +10,9 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
 import { metricSum } from '../support/prometheus-text.js';
 import { send } from '../reliability/admission-support.js';
-import { installCrds, must, repoPath, startAdmission, type RunningAdmission } from './admission-service.js';
+import { installCrds } from '../support/crds.js';
+import { ok, repoPath } from '../support/processes.js';
+import { startAdmission, type RunningAdmission } from '../support/services.js';
 
 const env = useTestEnv();
 const other = () => `${env.namespace}-o`;
@@ -24,7 +26,7 @@ beforeAll(async () => {
   // The same apps, ConfigMaps and Secrets in both namespaces (no webhook is registered: nothing gates this).
   for (const namespace of [env.namespace, other()]) {
     for (const f of ['10-apps.yaml', '20-configmaps.yaml', '30-secrets.yaml']) {
-      must(await env.kubectl(['apply', '-f', repoPath(`examples/${f}`)], { namespace }), `apply ${f} in ${namespace}`);
+      ok(await env.kubectl(['apply', '-f', repoPath(`examples/${f}`)], { namespace }), `apply ${f} in ${namespace}`);
     }
   }
   svc = await startAdmission(env, [`--namespaces=${env.namespace}`]);

@@ -7,17 +7,15 @@ import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
+import { installCrds } from '../support/crds.js';
+import { ok, repoPath } from '../support/processes.js';
 import {
-  installCrds,
-  must,
   registerWebhooks,
-  repoPath,
-  startAdmission,
+  type Registration,
   waitUntilLive,
   WEBHOOK_NAMES,
-  type Registration,
-  type RunningAdmission,
-} from './admission-service.js';
+} from '../support/webhook-configurations.js';
+import { type RunningAdmission, startAdmission } from '../support/services.js';
 
 const env = useTestEnv();
 const catalog = `${env.namespace}-catalog`;
@@ -35,7 +33,7 @@ beforeAll(async () => {
   await waitUntilLive(env);
   // The examples, in their documented order (a connection is admitted only when its target exists).
   for (const f of ['10-apps.yaml', '20-configmaps.yaml', '30-secrets.yaml', '40-clusters.yaml']) {
-    must(await env.kubectl(['apply', '-f', repoPath(`examples/${f}`)]), `apply examples/${f}`);
+    ok(await env.kubectl(['apply', '-f', repoPath(`examples/${f}`)]), `apply examples/${f}`);
   }
 }, 120_000);
 
@@ -55,7 +53,7 @@ async function getCluster(name: string): Promise<{
   metadata: { resourceVersion: string };
   spec: { configMetaGenerator?: number; connections?: Record<string, string[]> };
 }> {
-  return JSON.parse(must(await env.kubectl(['get', 'kdcluster', name, '-o', 'json']), `get ${name}`).stdout);
+  return JSON.parse(ok(await env.kubectl(['get', 'kdcluster', name, '-o', 'json']), `get ${name}`).stdout);
 }
 
 const generator = async (name: string) => (await getCluster(name)).spec.configMetaGenerator;
@@ -103,8 +101,8 @@ describe('kubectl apply is judged by the validating webhook', () => {
   it('names an unknown cluster and missing or unlabeled ConfigMaps/Secrets with field paths, all in one message', async () => {
     // Unlabeled objects exist but are never in the label-selected caches: only the live read finds them,
     // which is why the message says "lacks label" rather than "not found".
-    must(await env.kubectl(['create', 'configmap', 'plain-settings', '--from-literal=a=1']), 'create cm');
-    must(await env.kubectl(['create', 'secret', 'generic', 'plain-creds', '--from-literal=p=x']), 'create secret');
+    ok(await env.kubectl(['create', 'configmap', 'plain-settings', '--from-literal=a=1']), 'create cm');
+    ok(await env.kubectl(['create', 'secret', 'generic', 'plain-creds', '--from-literal=p=x']), 'create secret');
     const r = await apply(
       clusterYaml(
         'multi',
@@ -189,7 +187,7 @@ spec:
   });
 
   it('finds apps in the system catalog namespace for appCatalog: system', async () => {
-    must(
+    ok(
       await env.kubectl(['apply', '-f', '-'], {
         namespace: catalog,
         input: `apiVersion: kubedirector.hpe.com/v1beta1
@@ -200,12 +198,12 @@ spec: { label: { name: DB }, distroID: kd/db, version: '1.0', category: database
       }),
       'catalog app',
     );
-    const ok = await apply(`apiVersion: kubedirector.hpe.com/v1beta1
+    const admitted = await apply(`apiVersion: kubedirector.hpe.com/v1beta1
 kind: KubeDirectorCluster
 metadata: { name: from-catalog }
 spec: { app: catalog-db, appCatalog: system }
 `);
-    expect(ok.stderr).toBe('');
+    expect(admitted.stderr).toBe('');
     const missing = await apply(`apiVersion: kubedirector.hpe.com/v1beta1
 kind: KubeDirectorCluster
 metadata: { name: local-only }
@@ -243,10 +241,10 @@ describe('spec.configMetaGenerator under kubectl and GitOps', () => {
     const original = manifest('training-cluster, spark-logs-nightly');
 
     it('creates with generator 1; re-applying the same manifest changes nothing and kubectl diff exits 0', async () => {
-      must(await apply(original, ...flags), 'create');
+      ok(await apply(original, ...flags), 'create');
       const first = await getCluster(name);
       expect(first.spec.configMetaGenerator).toBe(1);
-      must(await apply(original, ...flags), 're-apply');
+      ok(await apply(original, ...flags), 're-apply');
       const second = await getCluster(name);
       expect(second.spec.configMetaGenerator).toBe(1);
       // Not even a write: the mutating webhook restored exactly what was stored.
@@ -257,20 +255,20 @@ describe('spec.configMetaGenerator under kubectl and GitOps', () => {
 
     it('does not bump when the connection list is reordered', async () => {
       const reordered = manifest('spark-logs-nightly, training-cluster');
-      must(await apply(reordered, ...flags), 'apply reordered');
+      ok(await apply(reordered, ...flags), 'apply reordered');
       expect(await generator(name)).toBe(1);
       expect((await env.kubectl(['diff', '-f', '-', ...flags], { input: reordered })).code).toBe(0);
     });
 
     it('keeps the stored value when the generator is removed from the manifest, and refuses lowering it', async () => {
       // A client may raise it (a forced refresh)...
-      must(
+      ok(
         await apply(manifest('training-cluster, spark-logs-nightly', '  configMetaGenerator: 7\n'), ...flags),
         'raise',
       );
       expect(await generator(name)).toBe(7);
       // ...then drop it from the manifest: the mutating webhook puts the stored value back.
-      must(await apply(original, ...flags), 'drop');
+      ok(await apply(original, ...flags), 'drop');
       expect(await generator(name)).toBe(7);
       expect((await env.kubectl(['diff', '-f', '-', ...flags], { input: original })).code).toBe(0);
       // Lowering is refused. The CRD's CEL transition rule catches it during schema validation, before
@@ -393,9 +391,9 @@ metadata:
 spec:
   containers: [{ name: web, image: nginx:1.27 }]
 `;
-    must(await apply(pods), 'create pods');
+    ok(await apply(pods), 'create pods');
     const member = JSON.parse(
-      must(await env.kubectl(['get', 'pod', 'notebook-controller-0', '-o', 'json']), 'get').stdout,
+      ok(await env.kubectl(['get', 'pod', 'notebook-controller-0', '-o', 'json']), 'get').stdout,
     );
     expect(member.spec.volumes).toContainEqual({
       name: 'kd-configmeta',
@@ -413,7 +411,7 @@ spec:
     expect(member.spec.containers[0].volumeMounts).toContainEqual(mount);
     expect(member.spec.containers[1].volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }, mount]);
 
-    const other = JSON.parse(must(await env.kubectl(['get', 'pod', 'web-0', '-o', 'json']), 'get').stdout);
+    const other = JSON.parse(ok(await env.kubectl(['get', 'pod', 'web-0', '-o', 'json']), 'get').stdout);
     expect((other.spec.volumes ?? []).map((v: { name: string }) => v.name)).not.toContain('kd-configmeta');
     // The objectSelector keeps other pods away from the service entirely.
     expect(await svc.requests({ webhook: 'mutate-pod' })).toBe(before + 1);

@@ -10,7 +10,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { useTestEnv } from '../support/cluster.js';
 import { eventually } from '../support/processes.js';
-import { ensureCrds } from '../support/crds.js';
+import { installCrds } from '../support/crds.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 
 const env = useTestEnv();
 const startJs = join(dirname(fileURLToPath(import.meta.url)), '../dist/local/start.js');
@@ -67,7 +68,7 @@ describe('npm start', () => {
     // 1. The denied connection.
     const d = await sh(denied, exports);
     expect(d.code).not.toBe(0);
-    expect(d.stderr).toContain('admission webhook "validate-kdcluster.kd-connections.hpe.com" denied the request');
+    expect(d.stderr).toContain(`admission webhook "${WEBHOOK_NAMES.validateCluster}" denied the request`);
     expect(d.stderr).toContain('cluster "pg-main" uses app "postgres" (category "database"');
     expect(d.stderr).toContain('allowed: {category: "training"}, {category: "streaming", version: ">=2.4 <3"}');
 
@@ -107,7 +108,7 @@ describe('npm start', () => {
   }, 300_000);
 
   it('--kubeconfig runs both services against an existing cluster', async () => {
-    await ensureCrds(env);
+    await installCrds(env);
     const p = launch(['--kubeconfig', env.info.kubeconfigPath, '--namespaces', env.namespace]);
     await eventually(
       'running',

@@ -9,7 +9,9 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { buildStatus, sectionPatch, type KDClusterStatus } from '@kd-connections/shared';
 import { isDeepStrictEqual } from 'node:util';
 import { useTestEnv } from '../support/cluster.js';
-import { CRD_NAMES, installCrds, ok, parseTable, repoPath, yamlDocs } from './kd.js';
+import { parseTable, yamlDocs } from './kd.js';
+import { CRD_NAMES, installCrds } from '../support/crds.js';
+import { ok, repoPath } from '../support/processes.js';
 
 const env = useTestEnv();
 const GROUP = 'kubedirector.hpe.com';
@@ -30,7 +32,8 @@ async function applyJson(manifest: string) {
 
 describe('the CRDs', () => {
   it('install idempotently and are served as namespaced kinds with short names', async () => {
-    // beforeAll installed them; applying again changes nothing (the spec generation stays).
+    // beforeAll installed them; applying again changes nothing (the spec generation stays). kubectl lists
+    // each object with what it did (serverside-applied), which is dropped here.
     const generations = async () => {
       const r = ok(
         await env.kubectl(
@@ -52,7 +55,7 @@ describe('the CRDs', () => {
       again.stdout
         .trim()
         .split('\n')
-        .map((l) => l.replace(/ \w+$/, '')),
+        .map((l) => l.replace(/ \S+$/, '')),
     ).toEqual(CRD_NAMES.map((n) => `customresourcedefinition.apiextensions.k8s.io/${n}`));
     expect(await generations()).toBe(before);
 

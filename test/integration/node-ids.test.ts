@@ -5,10 +5,10 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
+import { installCrds } from '../support/crds.js';
 import { apply, getJson, kdApp, kdCluster, kubectlOk, memberPod, podConfigMeta } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
+import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 
 const env = useTestEnv();
 let rec: ReconcilerProcess;
@@ -19,7 +19,7 @@ const ids = async () =>
 const nodeId = async (pod: string) => (await podConfigMeta(env, pod))?.doc.node.id as string | undefined;
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('kafka', { category: 'streaming', roles: ['broker'] }),
     kdCluster('z', 'kafka', {}, ['broker']),

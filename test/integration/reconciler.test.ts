@@ -1,12 +1,12 @@
 /**
- * The reconciler on the real control plane (issue 6). One reconciler process per file, watching this
+ * The reconciler on the real control plane: configmeta delivery to member pods, generator bumps, status,
+ * multi-namespace watches, restarts and leader election. One reconciler process per file, watching this
  * file's namespaces only; pods are created by the test with the member labels (nothing schedules them).
  * No admission webhook is registered here: the reconciler is the only writer besides the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
 import { countByResource, writes } from '../support/audit.js';
 import {
   apply,
@@ -20,7 +20,8 @@ import {
   secret,
 } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useTestEnv();
 const other = `${env.namespace}-other`.slice(0, 63);
@@ -40,7 +41,7 @@ const reconcilerWrites = (since: Date, namespace = env.namespace) =>
   );
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   await env.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: other } } });
   for (const ns of [env.namespace, other]) {
     await apply(

@@ -5,7 +5,9 @@
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { useTestEnv } from '../support/cluster.js';
-import { installCrds, ok, repoPath, yamlDocs } from './kd.js';
+import { yamlDocs } from './kd.js';
+import { installCrds } from '../support/crds.js';
+import { ok, repoPath } from '../support/processes.js';
 
 const env = useTestEnv();
 

@@ -13,10 +13,8 @@
  * With --kubeconfig it runs both services against an existing cluster instead (no control plane, no
  * webhook registration: that cluster's API server could not reach this machine's loopback).
  */
-import { spawn, type ChildProcess, execFile } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import https from 'node:https';
-import http from 'node:http';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +25,10 @@ import { installNodePrerequisites, startNode, type NodeHandle } from '../control
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
 import { ensureBinaries } from '../controlplane/binaries.js';
-import { freePort, waitFor } from '../controlplane/net.js';
+import { waitFor } from '../controlplane/net.js';
+import { installCrds } from '../support/crds.js';
+import { run as runCommand, type ServiceProcess } from '../support/processes.js';
+import { startAdmission, startReconciler } from '../support/services.js';
 import { webhookConfigurations, WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 
 const run = promisify(execFile);
@@ -55,7 +56,7 @@ export interface LocalOptions {
 
 interface Service {
   name: string;
-  child: ChildProcess;
+  proc: ServiceProcess;
   logFile: string;
 }
 
@@ -67,38 +68,6 @@ export interface LocalEnvironment {
   stop(): Promise<void>;
   /** Resolves if a service exits on its own (with its name and code). */
   died: Promise<{ name: string; code: number | null; log: string }>;
-}
-
-function startService(dir: string, name: string, script: string, args: string[]): Service {
-  const logFile = join(dir, `${name}.log`);
-  const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [join(repoRoot, script), ...args], {
-    stdio: ['ignore', fd, fd],
-    env: { ...process.env, KUBECONFIG: '' },
-  });
-  closeSync(fd);
-  return { name, child, logFile };
-}
-
-function get(url: string, ca?: string): Promise<number> {
-  return new Promise((ok, fail) => {
-    const mod = url.startsWith('https:') ? https : http;
-    mod
-      .get(url, { ca, agent: false, timeout: 2000 }, (res) => {
-        res.resume();
-        ok(res.statusCode ?? 0);
-      })
-      .on('error', fail);
-  });
-}
-
-async function stopService(s: Service): Promise<void> {
-  if (s.child.exitCode !== null || s.child.signalCode) return;
-  const exited = new Promise((r) => s.child.once('exit', r));
-  s.child.kill('SIGTERM');
-  const t = setTimeout(() => s.child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(t);
 }
 
 function tail(file: string): string {
@@ -118,7 +87,7 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    for (const s of services) await stopService(s);
+    for (const s of services) await s.proc.stop();
     await (await node)?.stop();
     await cp?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -175,60 +144,33 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
       }
     } else {
       o.say('Installing the CRDs ...');
-      await kubectl(['apply', '-f', join(repoRoot, 'charts/kd-connections/crds')]);
-      await kubectl([
-        'wait',
-        '--for=condition=Established',
-        '--timeout=60s',
-        'crd/kubedirectorclusters.kubedirector.hpe.com',
-        'crd/kubedirectorapps.kubedirector.hpe.com',
-      ]);
+      await installCrds({ kubectl: (args) => runCommand(bins.kubectl, ['--kubeconfig', kubeconfigPath, ...args]) });
       for (const ns of [SYSTEM_NAMESPACE, DEMO_NAMESPACE]) await kubectl(['create', 'namespace', ns]);
     }
 
-    writeFileSync(join(dir, 'tls.crt'), webhookTls.certPem);
-    writeFileSync(join(dir, 'tls.key'), webhookTls.keyPem, { mode: 0o600 });
-    const admissionPort = await freePort();
-    const metricsPort = await freePort();
+    const host = { info: { kubeconfigPath, webhookCaPem: webhookTls.caPem, webhookServing: webhookTls } };
+    const logFile = (name: string) => join(dir, `${name}.log`);
     o.say('Starting the admission service and the reconciler ...');
-    services.push(
-      startService(dir, 'admission', 'admission/dist/main.js', [
-        `--port=${admissionPort}`,
-        '--bind-address=127.0.0.1',
-        `--tls-cert-file=${join(dir, 'tls.crt')}`,
-        `--tls-key-file=${join(dir, 'tls.key')}`,
-        `--kubeconfig=${kubeconfigPath}`,
-        `--system-namespace=${SYSTEM_NAMESPACE}`,
-      ]),
-      startService(dir, 'reconciler', 'reconciler/dist/main.js', [
-        `--kubeconfig=${kubeconfigPath}`,
+    const admission = await startAdmission(host, [`--system-namespace=${SYSTEM_NAMESPACE}`], {
+      logFile: logFile('admission'),
+      waitReady: false,
+    });
+    services.push({ name: 'admission', proc: admission, logFile: logFile('admission') });
+    const reconciler = await startReconciler(host, {
+      args: [
         `--system-namespace=${SYSTEM_NAMESPACE}`,
         `--lease-namespace=${o.kubeconfig ? 'default' : SYSTEM_NAMESPACE}`,
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         ...(o.namespaces?.length ? [`--namespaces=${o.namespaces.join(',')}`] : []),
-      ]),
-    );
+      ],
+      logFile: logFile('reconciler'),
+    });
+    services.push({ name: 'reconciler', proc: reconciler, logFile: logFile('reconciler') });
     const died = Promise.race(
-      services.map(
-        (s) =>
-          new Promise<{ name: string; code: number | null; log: string }>((r) =>
-            s.child.once('exit', (code) => r({ name: s.name, code, log: tail(s.logFile) })),
-          ),
-      ),
+      services.map((s) => s.proc.exit.then(({ code }) => ({ name: s.name, code, log: tail(s.logFile) }))),
     );
     try {
-      await waitFor(
-        'admission service ready',
-        120_000,
-        async () => (await get(`https://127.0.0.1:${admissionPort}/readyz`, webhookTls.caPem)) === 200,
-        services[0]!.child,
-      );
-      await waitFor(
-        'reconciler ready',
-        120_000,
-        async () => (await get(`http://127.0.0.1:${metricsPort}/readyz`)) === 200,
-        services[1]!.child,
-      );
+      await admission.waitReady(120_000);
+      await reconciler.waitReady(120_000);
     } catch (e) {
       throw new Error(
         `${(e as Error).message}\n--- admission.log ---\n${tail(services[0]!.logFile)}\n--- reconciler.log ---\n${tail(services[1]!.logFile)}`,
@@ -238,7 +180,7 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
     if (!o.kubeconfig) {
       o.say('Registering the webhooks (clientConfig.url on 127.0.0.1) ...');
       const { validating, mutating } = webhookConfigurations({
-        baseUrl: `https://127.0.0.1:${admissionPort}`,
+        baseUrl: admission.url(''),
         caBundle: Buffer.from(webhookTls.caPem).toString('base64'),
         namespaceSelector: {
           matchExpressions: [

@@ -6,17 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
+import { installCrds } from '../support/crds.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, podConfigMeta } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
-import {
-  registerWebhooks,
-  startAdmission,
-  waitUntilLive,
-  type Registration,
-  type RunningAdmission,
-} from '../e2e/admission-service.js';
+import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
+import { registerWebhooks, waitUntilLive, type Registration } from '../support/webhook-configurations.js';
 import { runningPod, waitForNode, waitPodReady } from './node-support.js';
 
 const env = useTestEnv();
@@ -26,7 +20,7 @@ let webhooks: Registration | undefined;
 let rec: ReconcilerProcess | undefined;
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   admission = await startAdmission(env);
   webhooks = await registerWebhooks(env, admission);
   await waitUntilLive(env);

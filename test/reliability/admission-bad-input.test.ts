@@ -14,11 +14,11 @@ import tls from 'node:tls';
 import fc from 'fast-check';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, configMap, kdApp, kdCluster, secret } from '../support/kd-objects.js';
-import { ensureCrds } from '../support/crds.js';
-import { eventually } from '../support/processes.js';
-import { httpsGet, sleep, startAdmission, type RunningAdmission } from '../e2e/admission-service.js';
+import { eventually, sleep } from '../support/processes.js';
 import { caseArb, checkAnswer, EXISTING, expected, sizeLimitCases, type FuzzCase } from './admission-fuzz-cases.js';
 import { mib, openFds, procStatus, send } from './admission-support.js';
+import { installCrds } from '../support/crds.js';
+import { httpsGet, type RunningAdmission, startAdmission } from '../support/services.js';
 
 const env = useTestEnv();
 /** Production timeouts, for the generated requests. */
@@ -41,7 +41,7 @@ const REQUEST_TIMEOUT_S = 4;
 const RSS_GROWTH_BOUND_MIB = 96;
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp(EXISTING.app, { category: 'fuzz', connectable_to: [{ category: 'fuzz' }] }),
     configMap(EXISTING.configmap, { k: 'v' }),

@@ -19,10 +19,16 @@ import { createCA, createClientCert, type CertPair } from '@kd-connections/certs
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
 import { freePort } from '../controlplane/net.js';
 import type { TestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
-import { eventually, startService, type ServiceProcess } from '../support/processes.js';
+import { eventually } from '../support/processes.js';
+import { startAdmission, type RunningAdmission } from '../support/services.js';
 import { benchEnv } from '../bench/env.js';
-import { registerWebhooks, waitUntilLive, WEBHOOK_NAMES, type Registration } from '../e2e/admission-service.js';
+import { installCrds } from '../support/crds.js';
+import {
+  registerWebhooks,
+  type Registration,
+  waitUntilLive,
+  WEBHOOK_NAMES,
+} from '../support/webhook-configurations.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kd-client-auth-'));
 const file = (name: string, content: string, mode = 0o600) => {
@@ -39,7 +45,7 @@ const wrongName = createClientCert({ ca: clientCa, commonName: 'intruder' });
 let port: number;
 let cp: ControlPlane;
 let env: TestEnv;
-let svc: ServiceProcess;
+let svc: RunningAdmission;
 let hooks: Registration | undefined;
 
 beforeAll(async () => {
@@ -83,22 +89,18 @@ beforeAll(async () => {
     audit: false,
   });
   env = await benchEnv(cp, `client-auth-${Math.random().toString(36).slice(2, 8)}`);
-  await ensureCrds(env);
+  await installCrds(env);
 
-  const args = [
-    `--port=${port}`,
-    '--bind-address=127.0.0.1',
-    `--tls-cert-file=${file('tls.crt', cp.webhookServing.certPem)}`,
-    `--tls-key-file=${file('tls.key', cp.webhookServing.keyPem)}`,
-    `--kubeconfig=${cp.kubeconfigPath}`,
-    `--client-ca-file=${file('client-ca.crt', clientCa.certPem)}`,
-    '--client-allowed-names=kube-apiserver',
-  ];
-  svc = startService('admission/dist/main.js', args, { KUBECONFIG: '' });
+  svc = await startAdmission(
+    env,
+    [`--client-ca-file=${file('client-ca.crt', clientCa.certPem)}`, '--client-allowed-names=kube-apiserver'],
+    // Its /readyz needs a client certificate too: waited for below.
+    { port, waitReady: false },
+  );
   await svc.waitForLog((l) => l.msg === 'listening');
   // Probes need a client certificate too (the flag's help says so: use tcpSocket probes in a pod).
   await eventually('admission /readyz', async () => (await get('/readyz', apiserverClient)).status === 200, 60_000);
-  hooks = await registerWebhooks(env, { url: (path) => `https://127.0.0.1:${port}${path}` });
+  hooks = await registerWebhooks(env, svc);
 }, 180_000);
 
 afterAll(async () => {

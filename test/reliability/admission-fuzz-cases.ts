@@ -1,7 +1,7 @@
 /**
  * Generated bad input for the admission service (fast-check arbitraries), and the oracle that says
- * which answer each one must get. The oracle is written from DESIGN §4 and the admission README, not
- * from the service's code, so a regression there cannot hide in here:
+ * which answer each one must get. The oracle is written from the admission rules as documented (admission/README.md,
+ * docs/architecture.md), not from the service's code, so a regression there cannot hide in here:
  *
  *   unknown path → 404; a webhook path with a method other than POST → 405; Content-Type other than
  *   application/json or a Content-Encoding other than identity → 415; a body (declared or counted)

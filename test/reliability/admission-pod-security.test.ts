@@ -31,11 +31,12 @@ import {
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { run, useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
-import { eventually, repoRoot, startService, type ServiceProcess } from '../support/processes.js';
+import { useTestEnv } from '../support/cluster.js';
+import { repoRoot, run, type ServiceProcess } from '../support/processes.js';
+import { startAdmission, startReconciler } from '../support/services.js';
 import { freePort } from '../controlplane/net.js';
 import { containerArgs, helmTemplate, one, withArgs, type Doc } from '../chart/chart-support.js';
+import { installCrds } from '../support/crds.js';
 
 const env = useTestEnv();
 // The uid and gid the chart runs both containers as (kd.podSecurityContext, distroless "nonroot").
@@ -49,7 +50,7 @@ let dir: string;
 let stage: string;
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   docs = (await helmTemplate(env, 'kd', env.namespace)).docs;
   admissionDeployment = one(docs, 'Deployment', 'kd-kd-connections-admission');
   reconcilerDeployment = one(docs, 'Deployment', 'kd-kd-connections-reconciler');
@@ -222,8 +223,9 @@ describe('the built services as uid 65532 without a writable filesystem', () => 
     };
 
     const port = await freePort();
-    const admission = startService(
-      'admission/dist/main.js',
+    const asNobody = { prefix: AS_NOBODY, cwd: dir, root: stage, kubeconfig, waitReady: false };
+    const admission = await startAdmission(
+      env,
       withArgs(containerArgs(admissionDeployment), {
         port: String(port),
         'bind-address': '127.0.0.1',
@@ -234,40 +236,26 @@ describe('the built services as uid 65532 without a writable filesystem', () => 
         'tls-key-file': key,
         kubeconfig,
       }),
-      envNonRoot,
-      { prefix: AS_NOBODY, cwd: dir, root: stage },
+      { ...asNobody, port, certificateFiles: false, env: envNonRoot },
     );
     started.push(admission);
-    const metricsPort = await freePort();
-    const reconciler = startService(
-      'reconciler/dist/main.js',
-      withArgs(containerArgs(reconcilerDeployment), {
-        'metrics-bind-address': `127.0.0.1:${metricsPort}`,
-        kubeconfig,
-        namespaces: env.namespace,
-      }),
-      { ...envNonRoot, KD_IDENTITY: 'reconciler-nobody' },
-      { prefix: AS_NOBODY, cwd: dir, root: stage },
+    const reconciler = await startReconciler(
+      { info: env.info },
+      {
+        ...asNobody,
+        args: withArgs(containerArgs(reconcilerDeployment), {
+          'metrics-bind-address': undefined,
+          kubeconfig,
+          namespaces: env.namespace,
+        }),
+        env: { ...envNonRoot, KD_IDENTITY: 'reconciler-nobody' },
+      },
     );
     started.push(reconciler);
-
-    const url = (path: string) => `https://127.0.0.1:${port}${path}`;
-    await eventually(
-      'admission ready',
-      async () => {
-        if (admission.exited) throw new Error(admission.output());
-        return (await httpsGet(url('/readyz'), env.info.webhookCaPem)).status === 200;
-      },
-      60_000,
-    );
-    await eventually(
-      'reconciler ready',
-      async () => {
-        if (reconciler.exited) throw new Error(reconciler.output());
-        return (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status === 200;
-      },
-      60_000,
-    );
+    const metricsPort = reconciler.port;
+    const url = admission.url;
+    await admission.waitReady(60_000);
+    await reconciler.waitReady(60_000);
     expect(uidOf(admission.child.pid!)).toBe(UID);
     expect(uidOf(reconciler.child.pid!)).toBe(UID);
 

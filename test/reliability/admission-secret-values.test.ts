@@ -12,7 +12,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
 import {
   apply,
   configMap,
@@ -24,15 +23,15 @@ import {
   secret,
 } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
+import { installCrds } from '../support/crds.js';
 import {
   httpsGet,
-  registerWebhooks,
-  startAdmission,
-  waitUntilLive,
-  type Registration,
+  type ReconcilerProcess,
   type RunningAdmission,
-} from '../e2e/admission-service.js';
+  startAdmission,
+  startReconciler,
+} from '../support/services.js';
+import { registerWebhooks, type Registration, waitUntilLive } from '../support/webhook-configurations.js';
 
 const env = useTestEnv();
 let admission: RunningAdmission;
@@ -71,7 +70,7 @@ const secretObject = (password: string) =>
   secret('db-creds', { password, 'api-token': OTHER_KEY, username: 'app' }, 'database');
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   admission = await startAdmission(env, ['--log-level=debug', `--system-namespace=${env.namespace}`]);
   hooks = await registerWebhooks(env, admission);
   await waitUntilLive(env);

@@ -23,16 +23,10 @@ import tls from 'node:tls';
 import { useTestEnv } from '../support/cluster.js';
 import { eventually } from '../support/processes.js';
 import { startBalancer, startLoad, type Balancer, type Load } from '../e2e/admission-certs-support.js';
-import {
-  httpsGet,
-  installCrds,
-  registerWebhooks,
-  startAdmission,
-  waitUntilLive,
-  type Registration,
-  type RunningAdmission,
-} from '../e2e/admission-service.js';
 import { routeByReadiness, type ReadinessRouting } from './admission-support.js';
+import { httpsGet, type RunningAdmission, startAdmission } from '../support/services.js';
+import { installCrds } from '../support/crds.js';
+import { registerWebhooks, type Registration, waitUntilLive } from '../support/webhook-configurations.js';
 
 const env = useTestEnv();
 const SHUTDOWN_DELAY_S = 3;
@@ -165,7 +159,7 @@ describe('SIGTERM under load through the API server', () => {
     expect(done.status).toBe(200);
     expect(done.connection).toBe('close');
     expect(JSON.parse(done.body).response).toMatchObject({ uid: UID, allowed: false });
-    expect(await a.exited).toEqual({ code: 0, signal: null });
+    expect(await a.exit).toEqual({ code: 0, signal: null });
     await spare.closed;
     // Nothing was left for the drain timeout to cut (its warning says how many connections were open).
     expect(a.logs().filter((l) => l.level === 'warn')).toEqual([]);
@@ -182,7 +176,7 @@ describe('SIGTERM under load through the API server', () => {
     const bBeforeTerm = reviews(b);
     const sentBeforeB = sentSoFar();
     b.signal('SIGTERM');
-    expect(await b.exited).toEqual({ code: 0, signal: null });
+    expect(await b.exit).toEqual({ code: 0, signal: null });
     expect(b.logs().filter((l) => l.level === 'warn')).toEqual([]);
     expect(b.logs().find((l) => l.msg === 'stopped')).toMatchObject({ forced: false });
     const bWhileDraining = reviews(b) - bBeforeTerm;

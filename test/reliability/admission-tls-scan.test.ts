@@ -14,8 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
-import { run, useTestEnv } from '../support/cluster.js';
-import { installCrds, startAdmission, type RunningAdmission } from '../e2e/admission-service.js';
+import { useTestEnv } from '../support/cluster.js';
+import { run } from '../support/processes.js';
+import { installCrds } from '../support/crds.js';
+import { type RunningAdmission, startAdmission } from '../support/services.js';
 
 const env = useTestEnv();
 let svc: RunningAdmission;

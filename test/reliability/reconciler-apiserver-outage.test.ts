@@ -11,9 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
 import { allPodsHold, applyFanOut, interruptFanOut, settled } from '../support/reconciler-fan-out.js';
 import { sleep, testClient } from '../support/reconciler-state.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useDedicatedControlPlane();
 let client: KubeClient;

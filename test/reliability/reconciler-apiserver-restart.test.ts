@@ -1,6 +1,5 @@
 /**
- * Fault: the API server goes away under a running reconciler and comes back (issue 9, reliability §7
- * "apiserver unreachable for the reconciler"). On a control plane of this file's own: the reconciler is
+ * Fault: the API server goes away under a running reconciler and comes back. On a control plane of this file's own: the reconciler is
  * settled; a ConfigMap is edited and the API server is stopped right after; it stays down ~10 s; it is
  * started again (same port, same etcd) and more changes are made at once. The reconciler process must
  * stay up (no crash, no restart), its watches must retry with growing backoff, /healthz (liveness) must
@@ -8,10 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import type { ReconcilerProcess } from '../support/reconciler.js';
 import {
   clusterStates,
   converged,
@@ -21,6 +18,8 @@ import {
   waitQuiet,
 } from '../support/reconciler-state.js';
 import type { KubeClient } from '@kd-connections/shared';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess } from '../support/services.js';
 
 const env = useDedicatedControlPlane();
 let rec: ReconcilerProcess;
@@ -40,7 +39,7 @@ const cmPath = (name: string) => `/api/v1/namespaces/${env.namespace}/configmaps
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     configMap('model', { v: '1' }, 'model'),

@@ -1,6 +1,6 @@
 /**
- * Fault: the leader reconciler is killed in the middle of a fan-out (issue 9, reliability §7 "leader
- * killed mid-fan-out: new leader finishes, no duplicate notify for the same generation, no lost one").
+ * Fault: the leader reconciler is killed in the middle of a fan-out; the new leader must finish it with
+ * no duplicate notification for the same generation and no lost one.
  * Two reconcilers with leader election (a short lease through --lease-duration/--renew-deadline/
  * --retry-period), 30 clusters × 3 member pods connected to one ConfigMap. The ConfigMap is edited; once
  * the leader has patched some but not all pods it is frozen (SIGSTOP, to pin the moment and check the
@@ -11,10 +11,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { eventually, startService } from '../support/processes.js';
-import type { ReconcilerProcess } from '../support/reconciler.js';
+import { eventually } from '../support/processes.js';
 import { allPodsHold, interruptFanOut, startFanOut } from '../support/reconciler-fan-out.js';
 import { clusterStates, reconcilerWrites, testClient, waitQuiet } from '../support/reconciler-state.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useTestEnv();
 let client: KubeClient;
@@ -111,11 +111,8 @@ describe('the leader killed mid-fan-out', () => {
   }, 180_000);
 
   it('refuses lease timings that would let a leader outlive its lease', async () => {
-    const p = startService('reconciler/dist/main.js', [
-      `--kubeconfig=${env.info.kubeconfigPath}`,
-      '--lease-duration=5s',
-      '--renew-deadline=5s',
-    ]);
+    // No namespace: only these flags (and the kubeconfig and metrics address) are given.
+    const p = await startReconciler({ info: env.info }, { args: ['--lease-duration=5s', '--renew-deadline=5s'] });
     await eventually('exited at once', () => p.exited, 15_000);
     expect(await p.stop()).toBe(2);
     expect(p.output()).toContain('--renew-deadline must be less than --lease-duration');

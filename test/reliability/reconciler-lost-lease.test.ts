@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import type { ReconcilerProcess } from '../support/reconciler.js';
 import { allPodsHold, interruptFanOut, startFanOut } from '../support/reconciler-fan-out.js';
 import { clusterStates, reconcilerWrites, sleep, testClient, waitQuiet } from '../support/reconciler-state.js';
+import { type ReconcilerProcess } from '../support/services.js';
 
 const env = useTestEnv();
 let client: KubeClient;

@@ -1,6 +1,6 @@
 /**
- * Fault: the API server refuses the configmeta patch of some member pods (issue 9, reliability §7
- * "failures on a subset of pods (partial progress recorded, retried)"). The refusal is real: a
+ * Fault: the API server refuses the configmeta patch of some member pods: partial progress must be
+ * recorded and the rest retried. The refusal is real: a
  * validating webhook (clientConfig.url on 127.0.0.1, scoped to this file's namespace, failurePolicy
  * Fail) denies every UPDATE of pods labelled fail-patch=yes. After a ConfigMap edit, the status must
  * record the partial progress (members.synced < total; ConfigMetaSynced False, reason PodPatchFailed,
@@ -11,11 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
 import { writes } from '../support/audit.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
 import {
   clusterStates,
   condition,
@@ -31,6 +29,8 @@ import {
   waitForMarkerDenied,
   type TestWebhookServer,
 } from '../support/webhooks.js';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useTestEnv();
 let client: KubeClient;
@@ -47,7 +47,7 @@ const failedPodsIn = (message: string) => PODS.filter((p) => message.includes(`$
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     configMap('conf', { v: '1' }, 'settings'),

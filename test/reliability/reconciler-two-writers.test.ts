@@ -1,6 +1,5 @@
 /**
- * Fault: two writers race on the same clusters (issue 9, "two writers racing on a cluster — no lost
- * bump"; reliability §7 "409 storms (two writers)"). Leader election is not fencing, so two reconcilers
+ * Fault: two writers race on the same clusters (conflict storms): no bump may be lost. Leader election is not fencing, so two reconcilers
  * writing at once must be harmless. Here they run WITHOUT leader election (both write all the time)
  * while a user changes connection lists with kubectl (no admission webhook is registered, so only the
  * reconcilers bump generators) and connected ConfigMaps are edited, in a bounded loop. In the end every
@@ -11,10 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeClient } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, kubectlOk, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
 import {
   clusterStates,
   converged,
@@ -22,9 +19,10 @@ import {
   sleep,
   testClient,
   waitQuiet,
-  waitReady,
   type ClusterState,
 } from '../support/reconciler-state.js';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess, startReconciler } from '../support/services.js';
 
 const env = useTestEnv();
 let client: KubeClient;
@@ -53,7 +51,7 @@ function holds(c: ClusterState, cms: string[], values: Record<string, string>): 
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     // Each ConfigMap is its own configmeta group (cmType = its name), so a pod shows which it holds.
@@ -65,7 +63,7 @@ beforeAll(async () => {
     await startReconciler(env, { identity: 'racer-1', leaderElect: false }),
     await startReconciler(env, { identity: 'racer-2', leaderElect: false }),
   ];
-  for (const r of racers) await waitReady(r);
+  for (const r of racers) await r.waitReady(60_000);
   await eventually(
     'first delivery (by two racing writers already)',
     async () => [...(await clusterStates(env, client)).values()].every(converged),

@@ -1,6 +1,6 @@
 /**
- * Fault: every watch of the reconciler answers 410 Gone (issue 9, "a watch answering 410 Gone — relist,
- * no duplicate writes"). On a control plane of this file's own with the API server's watch cache off,
+ * Fault: every watch of the reconciler answers 410 Gone: the informers must relist, with no duplicate
+ * writes. On a control plane of this file's own with the API server's watch cache off,
  * watches are served by etcd, so compacting etcd's history makes a resume from an old resourceVersion
  * fail with 410, as in production after a long disconnect. The reconciler is settled; etcd's revision is
  * moved on by unrelated writes; the API server is stopped, etcd compacted, the API server started. The
@@ -12,10 +12,8 @@ import type { KubeClient } from '@kd-connections/shared';
 import { countByResource } from '../support/audit.js';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
 import { compactEtcd } from '../support/etcd.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import type { ReconcilerProcess } from '../support/reconciler.js';
 import {
   clusterStates,
   converged,
@@ -24,6 +22,8 @@ import {
   testClient,
   waitQuiet,
 } from '../support/reconciler-state.js';
+import { installCrds } from '../support/crds.js';
+import { type ReconcilerProcess } from '../support/services.js';
 
 const env = useDedicatedControlPlane({ apiserverFlags: ['--watch-cache=false'] });
 let rec: ReconcilerProcess;
@@ -35,7 +35,7 @@ const PODS_PER_CLUSTER = 2;
 
 beforeAll(async () => {
   client = testClient(env);
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     configMap('model', { v: '1' }, 'model'),

@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { useTestEnv } from '../support/cluster.js';
-import { ensureCrds } from '../support/crds.js';
+import { installCrds } from '../support/crds.js';
 import { apply, getJson, kdApp, kdCluster, kubectlOk, memberPod, secret } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/reconciler.js';
+import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 import { guessFourDigits } from '../support/secret-guess.js';
 
 const env = useTestEnv();
@@ -52,7 +52,7 @@ const synced = async (generator: number) => {
 };
 
 beforeAll(async () => {
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     viewRole,
     viewBinding,

@@ -34,12 +34,12 @@ import * as prettier from 'prettier';
 import { errorStatus, KubeClient } from '@kd-connections/shared';
 import { startControlPlane } from '../controlplane/controlplane.js';
 import { benchEnv } from '../bench/env.js';
-import { ensureCrds } from '../support/crds.js';
 import { apply, configMap, getJson, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';
-import { startReconciler } from '../support/reconciler.js';
-import { registerWebhooks, startAdmission, waitUntilLive, WEBHOOK_NAMES } from '../e2e/admission-service.js';
 import { mib, openFds, procStatus } from './admission-support.js';
 import { sampleValue } from '../support/prometheus-text.js';
+import { installCrds } from '../support/crds.js';
+import { startAdmission, startReconciler } from '../support/services.js';
+import { registerWebhooks, waitUntilLive, WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 
 const { values } = parseArgs({
   options: {
@@ -173,7 +173,7 @@ async function main(): Promise<number> {
   try {
     const ns = `kd-soak-${Math.random().toString(36).slice(2, 8)}`;
     const env = await benchEnv(cp, ns);
-    await ensureCrds(env);
+    await installCrds(env);
     const admission = await startAdmission(env, [`--system-namespace=${ns}`]);
     stops.unshift(() => admission.stop());
     const hooks = await registerWebhooks(env, admission);

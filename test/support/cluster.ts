@@ -3,12 +3,12 @@
  * a namespace of the test file's own, and kubectl/helm run against the test kubeconfig.
  */
 import { afterAll, beforeAll, expect } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlaneInfo } from '../controlplane/controlplane.js';
+import { run, runKubectl, type RunResult } from './processes.js';
 
 export function controlPlaneInfo(): ControlPlaneInfo {
   const path = process.env.KD_TEST_CONTROLPLANE;
@@ -20,31 +20,6 @@ export function kubeConfigFor(info: ControlPlaneInfo = controlPlaneInfo()): Kube
   const kc = new KubeConfig();
   kc.loadFromFile(info.kubeconfigPath);
   return kc;
-}
-
-export interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-export function run(
-  bin: string,
-  args: string[],
-  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
-): Promise<RunResult> {
-  return new Promise((ok) => {
-    const child = execFile(
-      bin,
-      args,
-      { env: { ...process.env, ...opts.env }, timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        ok({ code, stdout: stdout.toString(), stderr: stderr.toString() });
-      },
-    );
-    if (opts.input !== undefined) child.stdin?.end(opts.input);
-  });
 }
 
 /** A DNS-1123 namespace name derived from the test file, unique per run. */
@@ -99,11 +74,7 @@ export function useTestEnv(seed = basename(expect.getState().testPath ?? 'test')
       return need(kc);
     },
     namespace,
-    kubectl(args, opts = {}) {
-      const i = need(info);
-      const ns = opts.namespace === false ? [] : ['--namespace', opts.namespace ?? namespace];
-      return run(i.binDir.kubectl, ['--kubeconfig', i.kubeconfigPath, ...ns, ...args], { input: opts.input });
-    },
+    kubectl: (args, opts) => runKubectl(need(info), namespace, args, opts),
     helm(args, opts = {}) {
       const i = need(info);
       return run(i.binDir.helm, ['--kubeconfig', i.kubeconfigPath, ...args], {

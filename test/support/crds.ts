@@ -1,27 +1,45 @@
-/** Installs the chart's CRDs (the single copy in charts/kd-connections/crds) and waits until served. */
+/**
+ * The one CRD installer of the harness: the chart's CRDs (the single copy in charts/kd-connections/crds),
+ * applied and waited for until the API server serves them. Cluster tests, the benchmark, the soak and
+ * `npm start` all install them this way.
+ *
+ * Server-side apply with one field manager: the CRDs are cluster-scoped, so every test file on the
+ * shared control plane installs the same objects, often at the same moment. With one manager applying
+ * one manifest, a second apply is a no-op on the server (no write, generation unchanged), there is no
+ * client-side three-way merge racing against a concurrent writer, and no last-applied-configuration
+ * annotation whose ownership a later client-side or server-side apply would have to reconcile (mixing
+ * the two on one object is what made managers conflict). --force-conflicts takes the fields over from
+ * any other manager that touched them first, e.g. helm creating the CRDs in the chart tests.
+ */
 import { join } from 'node:path';
-import { repoRoot } from './processes.js';
-import type { TestEnv } from './cluster.js';
+import { ok, repoRoot, sleep, type RunResult } from './processes.js';
 
 export const CRD_DIR = join(repoRoot, 'charts', 'kd-connections', 'crds');
+export const CRD_NAMES = ['kubedirectorapps.kubedirector.hpe.com', 'kubedirectorclusters.kubedirector.hpe.com'];
+export const CRD_FIELD_MANAGER = 'kd-connections-tests';
 
-export async function ensureCrds(env: TestEnv): Promise<void> {
-  // Several test files may do this at once; apply is idempotent, a lost create race is retried.
+/** Runs kubectl against the cluster (TestEnv.kubectl has this shape; the namespace option is ignored here). */
+export interface KubectlRunner {
+  kubectl(args: string[], opts?: { namespace?: string | false }): Promise<RunResult>;
+}
+
+/** Applies the CRDs (idempotent) and waits until both are Established; returns kubectl apply's result. */
+export async function installCrds(target: KubectlRunner): Promise<RunResult> {
+  const apply = ['apply', '--server-side', `--field-manager=${CRD_FIELD_MANAGER}`, '--force-conflicts', '-f', CRD_DIR];
+  let applied: RunResult;
+  // Two first applies at once can both try to create; the loser gets a conflict and applies again.
   for (let attempt = 1; ; attempt++) {
-    const r = await env.kubectl(['apply', '--server-side', '--force-conflicts', '-f', CRD_DIR], { namespace: false });
-    if (r.code === 0) break;
-    if (attempt >= 5) throw new Error(`installing CRDs failed: ${r.stderr}`);
-    await new Promise((ok) => setTimeout(ok, 500 * attempt));
+    applied = await target.kubectl(apply, { namespace: false });
+    if (applied.code === 0 || attempt >= 5) break;
+    await sleep(500 * attempt);
   }
-  const w = await env.kubectl(
-    [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/kubedirectorclusters.kubedirector.hpe.com',
-      'crd/kubedirectorapps.kubedirector.hpe.com',
-    ],
-    { namespace: false },
+  ok(applied, 'kubectl apply --server-side CRDs');
+  ok(
+    await target.kubectl(
+      ['wait', '--for=condition=Established', '--timeout=60s', ...CRD_NAMES.map((n) => `crd/${n}`)],
+      { namespace: false },
+    ),
+    'kubectl wait Established',
   );
-  if (w.code !== 0) throw new Error(`CRDs not established: ${w.stderr}`);
+  return applied;
 }

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, expect } from '@jest/globals';
 import { basename } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane, type StartOptions } from '../controlplane/controlplane.js';
-import { namespaceName, run, type TestEnv } from './cluster.js';
+import { namespaceName, type TestEnv } from './cluster.js';
+import { runKubectl } from './processes.js';
 
 export interface DedicatedTestEnv extends TestEnv {
   readonly cp: ControlPlane;
@@ -47,11 +48,7 @@ export function useDedicatedControlPlane(
       return need(kc);
     },
     namespace,
-    kubectl(args, o = {}) {
-      const i = need(cp);
-      const ns = o.namespace === false ? [] : ['--namespace', o.namespace ?? namespace];
-      return run(i.binDir.kubectl, ['--kubeconfig', i.kubeconfigPath, ...ns, ...args], { input: o.input });
-    },
+    kubectl: (args, opts) => runKubectl(need(cp), namespace, args, opts),
     helm() {
       throw new Error('helm is not available on a dedicated control plane');
     },

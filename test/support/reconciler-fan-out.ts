@@ -6,11 +6,11 @@
  */
 import type { KubeClient } from '@kd-connections/shared';
 import type { TestEnv } from './cluster.js';
-import { ensureCrds } from './crds.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from './kd-objects.js';
 import { eventually } from './processes.js';
-import { startReconciler, type ReconcilerProcess } from './reconciler.js';
-import { clusterStates, converged, waitQuiet, waitReady, type ClusterState } from './reconciler-state.js';
+import { clusterStates, converged, waitQuiet, type ClusterState } from './reconciler-state.js';
+import { installCrds } from './crds.js';
+import { type ReconcilerProcess, startReconciler } from './services.js';
 
 export const FAN_OUT_ARGS = [
   '--lease-duration=5s',
@@ -34,7 +34,7 @@ export async function applyFanOut(
 ): Promise<{ clusters: string[]; pods: number }> {
   const clusters = Array.from({ length: o.clusters ?? 30 }, (_, i) => `${o.prefix}${String(i).padStart(2, '0')}`);
   const pods = o.pods ?? 3;
-  await ensureCrds(env);
+  await installCrds(env);
   await apply(env, [
     kdApp(o.app, { category: 'training', roles: ['worker'] }),
     configMap('shared', { v: '1' }, 'settings'),
@@ -63,7 +63,7 @@ export async function startFanOut(
   const leader = await startReconciler(env, { identity: o.leader, args: FAN_OUT_ARGS });
   await leader.waitForLog((l) => l.msg === 'became leader', 60_000);
   const standby = await startReconciler(env, { identity: o.standby, args: FAN_OUT_ARGS });
-  await waitReady(standby);
+  await standby.waitReady(60_000);
   await settled(env, client, [leader, standby]);
   return { clusters, pods, leader, standby };
 }

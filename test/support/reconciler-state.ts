@@ -8,7 +8,7 @@ import { KubeClient } from '@kd-connections/shared';
 import type { TestEnv } from './cluster.js';
 import { writes, type AuditEvent } from './audit.js';
 import { eventually } from './processes.js';
-import { startReconciler, type ReconcilerProcess } from './reconciler.js';
+import { type ReconcilerProcess, startReconciler } from './services.js';
 
 export interface PodState {
   name: string;
@@ -115,18 +115,6 @@ export async function waitQuiet(recs: ReconcilerProcess[], quietMs = 2000, timeo
     } else if (Date.now() - since >= quietMs) return Date.now() - started;
     if (Date.now() - started > timeoutMs) throw new Error(`reconcilers not quiet after ${timeoutMs} ms (${key})`);
     await sleep(250);
-  }
-}
-
-/** Waits until the reconciler answers /readyz with 200 (its caches are synced). */
-export async function waitReady(rec: ReconcilerProcess, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await fetch(`http://127.0.0.1:${rec.port}/readyz`).catch(() => undefined);
-    if (r?.status === 200) return;
-    if (rec.exited) throw new Error(`reconciler exited before it was ready:\n${rec.output().slice(-3000)}`);
-    if (Date.now() > end) throw new Error(`reconciler not ready after ${timeoutMs} ms:\n${rec.output().slice(-3000)}`);
-    await sleep(100);
   }
 }
 
