@@ -1,6 +1,6 @@
 /**
  * The HTTP edge: Express routes for the webhooks, health, readiness and metrics. Everything about a
- * review's content is decided by runWebhook; this file only enforces HTTP hygiene (DESIGN §4), logs one
+ * review's content is decided by runWebhook; this file only enforces HTTP hygiene, logs one
  * line per review and counts it. Bad input always gets an answer, never an exception.
  *
  * Reviews are the hot path: a POST to a webhook's exact path is answered straight from node's request

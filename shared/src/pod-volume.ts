@@ -1,5 +1,5 @@
 /**
- * The pod webhook's mutation (DESIGN §4): member pods get a read-only downward-API volume that projects
+ * The pod webhook's mutation: member pods get a read-only downward-API volume that projects
  * the configmeta annotation to /etc/guestconfig/configmeta.json, the path KubeDirector apps read.
  * The kubelet refreshes the file when the annotation changes.
  */

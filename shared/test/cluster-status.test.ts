@@ -1,4 +1,4 @@
-/** The status a reconcile writes (DESIGN §3, §5): conditions, transition times, generator bookkeeping. */
+/** The status a reconcile writes: conditions, transition times, generator bookkeeping. */
 import { describe, expect, it } from '@jest/globals';
 import {
   CONDITION_CONFIGMETA_SYNCED,

@@ -1,4 +1,4 @@
-/** connectable_to matching (DESIGN §3): any-of entries, all-of fields, exact versions and semver ranges. */
+/** connectable_to matching: any-of entries, all-of fields, exact versions and semver ranges. */
 import { describe, expect, it } from '@jest/globals';
 import {
   describeAllowed,

@@ -1,4 +1,4 @@
-/** The mutating webhook's generator decision (DESIGN §4) and the connection-set diff it is based on. */
+/** The mutating webhook's generator decision and the connection-set diff it is based on. */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { connectionSets, diffConnections, hasConnections } from '../src/connection-sets.js';

@@ -1,4 +1,4 @@
-/** Member pods of a cluster (DESIGN §3): labelled pods, whoever created them, in a stable order. */
+/** Member pods of a cluster: labelled pods, whoever created them, in a stable order. */
 import { describe, expect, it } from '@jest/globals';
 import { isMemberOf, isPodReady, membersOf } from '../src/members.js';
 import { LABEL_KDCLUSTER, type PodLike } from '../src/types.js';

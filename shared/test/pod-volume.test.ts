@@ -1,4 +1,4 @@
-/** The pod webhook's mutation (DESIGN §4): a read-only downward-API volume with configmeta. */
+/** The pod webhook's mutation: a read-only downward-API volume with configmeta. */
 import { describe, expect, it } from '@jest/globals';
 import jsonpatch from 'fast-json-patch';
 import { CONFIGMETA_VOLUME, configMetaVolume, decidePodVolume, type PodForMutation } from '../src/pod-volume.js';

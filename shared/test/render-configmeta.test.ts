@@ -1,5 +1,5 @@
 /**
- * configmeta rendering (DESIGN §6): golden files for a cluster with a connected cluster, a ConfigMap and a
+ * configmeta rendering: golden files for a cluster with a connected cluster, a ConfigMap and a
  * Secret, and explicit checks that KubeDirector's bugs are fixed.
  *
  * Regenerate the goldens with `UPDATE_GOLDEN=1` and review the diff: a golden is only right once a person

@@ -1,4 +1,4 @@
-/** The reverse index (DESIGN §5): namespace-qualified, so a same-named object elsewhere wakes nobody. */
+/** The reverse index: namespace-qualified, so a same-named object elsewhere wakes nobody. */
 import { describe, expect, it } from '@jest/globals';
 import { ReverseIndex } from '../src/reverse-index.js';
 import { objectKey, splitKey } from '../src/types.js';

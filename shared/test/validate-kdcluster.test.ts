@@ -1,5 +1,5 @@
 /**
- * The kdcluster admission rules of DESIGN §4 as a table: each case is a review against a fixed world and
+ * The kdcluster admission rules as a table: each case is a review against a fixed world and
  * the EXACT errors ("field: message") and warnings it must produce.
  */
 import { describe, expect, it } from '@jest/globals';
@@ -500,7 +500,7 @@ const CASES: Case[] = [
   },
 ];
 
-describe('validateCluster rule table (DESIGN §4)', () => {
+describe('validateCluster rule table', () => {
   it.each(CASES.map((c) => [c.rule, c] as const))('%s', async (_rule, c) => {
     const w = world();
     c.arrange?.(w);

@@ -1,5 +1,5 @@
 /**
- * Issue 16 item 1: a user who may view clusters, pods and events but not Secrets must not recover a
+ * A user who may view clusters, pods and events but not Secrets must not recover a
  * low-entropy Secret value offline. A Secret holding a 4-digit PIN is connected, then rotated to another
  * PIN (a regeneration, with its events); everything such a user can read is collected with their own
  * rights and every one of the 10,000 PINs is tried against every digest-like string in it. The digest
