@@ -8,6 +8,7 @@
 import {
   GROUP,
   Informer,
+  NamespacedCache,
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
   LABEL_CM_TYPE,
@@ -20,7 +21,6 @@ import {
   type Logger,
   type LookupStores,
   type MetaObject,
-  type ObjectStore,
   metaOnly,
   slimObject,
 } from '@kd-connections/shared';
@@ -36,42 +36,11 @@ export interface CacheOptions {
   systemNamespace?: string;
 }
 
-/** One informer for all namespaces, or one per namespace behind the same get/list surface. */
-export class NamespacedStore<T extends KubeObject> implements ObjectStore<T> {
-  private readonly informers = new Map<string, Informer<T>>();
-
-  constructor(namespaces: string[] | undefined, make: (namespace: string | undefined) => Informer<T>) {
-    if (!namespaces?.length) this.informers.set('', make(undefined));
-    else for (const ns of new Set(namespaces)) this.informers.set(ns, make(ns));
-  }
-
-  get(namespace: string | undefined, name: string): T | undefined {
-    const i = this.informers.get('') ?? this.informers.get(namespace ?? '');
-    return i?.get(namespace, name);
-  }
-  list(namespace?: string): T[] {
-    if (namespace === undefined) return [...this.informers.values()].flatMap((i) => i.list());
-    return (this.informers.get('') ?? this.informers.get(namespace))?.list(namespace) ?? [];
-  }
-  get synced(): boolean {
-    return [...this.informers.values()].every((i) => i.synced);
-  }
-  get size(): number {
-    return [...this.informers.values()].reduce((n, i) => n + i.size, 0);
-  }
-  start(): void {
-    for (const i of this.informers.values()) i.start();
-  }
-  async stop(): Promise<void> {
-    await Promise.all([...this.informers.values()].map((i) => i.stop()));
-  }
-}
-
 export class AdmissionCaches {
-  readonly apps: NamespacedStore<KubeObject & KDApp>;
-  readonly clusters: NamespacedStore<KubeObject & KDCluster>;
-  readonly configmaps: NamespacedStore<KubeObject & MetaObject>;
-  readonly secrets: NamespacedStore<KubeObject & MetaObject> | undefined;
+  readonly apps: NamespacedCache<KubeObject & KDApp>;
+  readonly clusters: NamespacedCache<KubeObject & KDCluster>;
+  readonly configmaps: NamespacedCache<KubeObject & MetaObject>;
+  readonly secrets: NamespacedCache<KubeObject & MetaObject> | undefined;
 
   constructor(opts: CacheOptions) {
     const common = (name: string) => ({
@@ -95,8 +64,8 @@ export class AdmissionCaches {
         });
     // Apps of the system catalog are needed whatever namespaces are watched.
     const appNamespaces = watched && opts.systemNamespace ? [...watched, opts.systemNamespace] : watched;
-    this.apps = new NamespacedStore(appNamespaces, whole<KDApp>('kdapps', KDAPP_PLURAL));
-    this.clusters = new NamespacedStore(watched, whole<KDCluster>('kdclusters', KDCLUSTER_PLURAL));
+    this.apps = new NamespacedCache(appNamespaces, whole<KDApp>('kdapps', KDAPP_PLURAL));
+    this.clusters = new NamespacedCache(watched, whole<KDCluster>('kdclusters', KDCLUSTER_PLURAL));
     const labelled = (name: string, label: string) => (ns: string | undefined) =>
       new Informer({
         ...common(name),
@@ -105,13 +74,13 @@ export class AdmissionCaches {
         metadataOnly: true,
         transform: (o) => metaOnly(o) as KubeObject & MetaObject,
       });
-    this.configmaps = new NamespacedStore(watched, labelled('configmaps', LABEL_CM_TYPE));
+    this.configmaps = new NamespacedCache(watched, labelled('configmaps', LABEL_CM_TYPE));
     this.secrets = opts.secretConnections
-      ? new NamespacedStore(watched, labelled('secrets', LABEL_SECRET_TYPE))
+      ? new NamespacedCache(watched, labelled('secrets', LABEL_SECRET_TYPE))
       : undefined;
   }
 
-  private all(): NamespacedStore<KubeObject>[] {
+  private all(): NamespacedCache<KubeObject>[] {
     return [this.apps, this.clusters, this.configmaps, ...(this.secrets ? [this.secrets] : [])] as never[];
   }
 

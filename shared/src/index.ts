@@ -25,6 +25,7 @@ export * from './plan-reconcile.js';
 export * from './logger.js';
 export * from './k8s/kube-client.js';
 export * from './k8s/informer.js';
+export * from './k8s/namespaced-cache.js';
 export * from './k8s/event-recorder.js';
 export * from './k8s/cached-lookup.js';
 export * from './flags.js';
