@@ -5,9 +5,9 @@
  * answers, never a review, so it needs no TLS and no client certificate.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Readiness } from './app.js';
 import type { AdmissionMetrics } from './metrics.js';
+import { listenOn } from './listen.js';
 
 export interface ProbeServerOptions {
   host: string;
@@ -47,14 +47,7 @@ export class ProbeServer {
   }
 
   async listen(): Promise<number> {
-    await new Promise<void>((ok, fail) => {
-      this.server.once('error', fail);
-      this.server.listen(this.opts.port, this.opts.host, () => {
-        this.server.off('error', fail);
-        ok();
-      });
-    });
-    return (this.server.address() as AddressInfo).port;
+    return listenOn(this.server, this.opts.port, this.opts.host);
   }
 
   async close(): Promise<void> {

@@ -10,11 +10,12 @@
 import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import type { RequestListener } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { silentLogger, type Logger } from '@kd-connections/shared';
 import { checkPair, tlsOptions, type CertificateSink } from './tls/certificate.js';
 import type { AdmissionMetrics } from './metrics.js';
+import { listenOn } from './listen.js';
 
 /** The API server's pooled connections idle out after 90 s; closing first would race a reused socket. */
 export const KEEP_ALIVE_TIMEOUT_MS = 100_000;
@@ -183,14 +184,7 @@ export class AdmissionServer implements CertificateSink {
   async listen(): Promise<number> {
     if (!this.loaded) this.log.info('waiting for a serving certificate before listening');
     await this.firstCertificate;
-    await new Promise<void>((ok, fail) => {
-      this.server.once('error', fail);
-      this.server.listen(this.opts.port, this.opts.host, () => {
-        this.server.off('error', fail);
-        ok();
-      });
-    });
-    return (this.server.address() as AddressInfo).port;
+    return listenOn(this.server, this.opts.port, this.opts.host);
   }
 
   /** Marks the server as draining (readiness goes false, answers carry Connection: close). */
