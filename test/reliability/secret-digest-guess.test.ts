@@ -95,8 +95,9 @@ describe('a view-only user and a 4-digit Secret value', () => {
     const pod = await getJson(env, ['pod', 'pinned-0']);
     const entry = JSON.parse(pod.metadata.annotations['kubedirector.hpe.com/configmeta']).connections.secrets.db[0];
     expect(entry).toEqual({
-      metadata: { name: 'pin' },
-      labels: { 'kubedirector.hpe.com/secretType': 'db' },
+      // Name and type label are base64, as KubeDirector renders them (Go []byte).
+      metadata: { name: Buffer.from('pin').toString('base64') },
+      labels: { 'kubedirector.hpe.com/secretType': Buffer.from('db').toString('base64') },
       annotations: {},
       data: { pin: '' },
       redacted: true,
