@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { CONFIGMETA_DIR, CONFIGMETA_FILE, CONFIGMETA_VOLUME, configMetaVolume } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
-import { startNode, type NodeHandle } from '../controlplane/node.js';
+import { startNode, TEST_NODE_TOLERATION, type NodeHandle } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { apply, configMap, kdApp, kdCluster } from '../support/kd-objects.js';
 import { sleep } from '../support/processes.js';
@@ -55,6 +55,7 @@ function memberPod(name: string, cluster: string): Record<string, unknown> {
     metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': 'worker' } },
     spec: {
       hostNetwork: true,
+      tolerations: [TEST_NODE_TOLERATION],
       terminationGracePeriodSeconds: 1,
       volumes: [configMetaVolume()],
       containers: [
@@ -78,7 +79,9 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
   let rec: ReconcilerProcess | undefined;
   try {
     const tn = timer();
-    node = await startNode(cp.info(), { log: (m) => say(`in-container: ${m}`) });
+    // Tainted: the earlier sections' pods (1,000 fan-out pods, never meant to run) must not be
+    // scheduled onto it; only this section's members tolerate the taint.
+    node = await startNode(cp.info(), { taint: true, log: (m) => say(`in-container: ${m}`) });
     await node.ready;
     const nodeReadySeconds = round(tn() / 1000);
     const env = await benchEnv(cp, 'bench-in-container');
