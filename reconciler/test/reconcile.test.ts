@@ -8,6 +8,7 @@ import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_HASH,
+  configMetaVolume,
   KubeApiError,
   LABEL_CM_TYPE,
   LABEL_KDCLUSTER,
@@ -150,7 +151,8 @@ function pod(name: string, clusterName: string, annotations?: Record<string, str
       labels: { [LABEL_KDCLUSTER]: clusterName, [LABEL_ROLE]: 'worker' },
       annotations,
     },
-    spec: {},
+    // As the pod webhook leaves a member pod.
+    spec: { volumes: [configMetaVolume()] },
   };
 }
 
@@ -205,6 +207,29 @@ describe('reconcileCluster', () => {
     api.events = [];
     const out = await reconcileCluster(`${NS}/a`, api.deps());
     expect(out).toEqual({ podsWritten: 0, statusWritten: false });
+    expect(api.writes).toEqual([]);
+    expect(api.events).toEqual([]);
+  });
+
+  it('a member pod without the configmeta volume: annotated, reported once (condition + Warning), then nothing', async () => {
+    const bare = pod('a-2', 'a');
+    bare.spec = {};
+    api.pods.set(`${NS}/a-2`, bare);
+    await reconcileCluster(`${NS}/a`, api.deps());
+    expect(ann('a-2')[ANNOTATION_CONFIGMETA_GENERATOR]).toBe('0');
+    const s = api.clusters.get(`${NS}/a`)!.status!;
+    expect(s.conditions!.find((c) => c.type === 'ConfigMetaSynced')).toMatchObject({
+      status: 'False',
+      reason: 'PodsMissingConfigMetaVolume',
+      message: expect.stringContaining(': a-2.'),
+    });
+    expect(api.events.filter((e) => e.type === 'Warning').map((e) => e.reason)).toEqual([
+      'PodsMissingConfigMetaVolume',
+    ]);
+    // A restart with nothing changed: no write, no event.
+    api.writes = [];
+    api.events = [];
+    expect(await reconcileCluster(`${NS}/a`, api.deps())).toEqual({ podsWritten: 0, statusWritten: false });
     expect(api.writes).toEqual([]);
     expect(api.events).toEqual([]);
   });

@@ -35,6 +35,24 @@ export interface Delivery {
   failed: Record<string, string>;
   /** Set when configmeta does not fit in an annotation: its size in bytes. */
   tooLargeBytes?: number;
+  /** Members whose pod has no configmeta volume (not opted out): they hold the annotation but never see the file. */
+  missingVolume?: string[];
+}
+
+export const REASON_MISSING_VOLUME = 'PodsMissingConfigMetaVolume';
+const LISTED_PODS = 10;
+
+/** Names the pods (the first ten, then a count) and what to do: the volume can only come with a new pod. */
+export function missingVolumeMessage(pods: string[]): string {
+  const sorted = [...pods].sort();
+  const listed = sorted.slice(0, LISTED_PODS).join(', ');
+  const more = sorted.length > LISTED_PODS ? ` and ${sorted.length - LISTED_PODS} more` : '';
+  return (
+    `${sorted.length} member pod(s) have no configmeta volume, so /etc/guestconfig/configmeta.json never appears ` +
+    `in them (created while the pod webhook was unavailable, or labelled after creation): ${listed}${more}. ` +
+    `Pod volumes cannot be added later: delete each pod so its controller recreates it through the webhook ` +
+    `(e.g. kubectl delete pod <name> for a StatefulSet member)`
+  );
 }
 
 export interface StatusInput {
@@ -111,6 +129,14 @@ function syncedCondition(input: StatusInput): ConditionInput {
       status: 'False',
       reason: 'PodPatchFailed',
       message: `configmeta generator ${delivery.generator} written to ${delivery.synced.length}/${members.length} member pods; failed: ${failed.map((p) => `${p} (${delivery.failed[p]})`).join(', ')}`,
+    };
+  }
+  if (delivery.missingVolume?.length) {
+    return {
+      ...base,
+      status: 'False',
+      reason: REASON_MISSING_VOLUME,
+      message: missingVolumeMessage(delivery.missingVolume),
     };
   }
   return {

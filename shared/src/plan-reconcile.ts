@@ -5,7 +5,13 @@
  * Status depends on how the pod writes went, so it is planned after them (`planStatus`).
  */
 import { fitsInAnnotations, tooLargeMessage } from './annotation-size.js';
-import { buildStatus, type Delivery } from './cluster-status.js';
+import {
+  buildStatus,
+  CONDITION_CONFIGMETA_SYNCED,
+  missingVolumeMessage,
+  REASON_MISSING_VOLUME,
+  type Delivery,
+} from './cluster-status.js';
 import { clusterTarget, regenerationEvents } from './connection-changes.js';
 import { canonicalJson } from './canonical-json.js';
 import { decideBump, type GeneratorBump } from './generator.js';
@@ -60,6 +66,8 @@ export interface ReconcilePlan {
   tooLargeBytes?: number;
   /** Events to post whatever the writes do (configmeta too large). */
   events: EventInput[];
+  /** Members whose pod has no configmeta volume: written like the rest, reported as not synced. */
+  missingVolume: string[];
 }
 
 export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan {
@@ -74,6 +82,7 @@ export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan 
       synced: [],
       podWrites: [],
       events: [],
+      missingVolume: [],
     };
   }
   const decided = decideBump(cluster, resolved.hash);
@@ -94,9 +103,11 @@ function planDelivery(
   const byName = new Map(o.pods.map((p) => [p.metadata.name ?? '', p]));
   const synced: string[] = [];
   const podWrites: PodWrite[] = [];
+  const missingVolume: string[] = [];
   let tooLargeBytes: number | undefined;
   for (const m of o.members) {
     const text = docs.get(m.pod)!;
+    if (byName.get(m.pod)?.spec?.missingConfigMetaVolume) missingVolume.push(m.pod);
     const values = {
       [ANNOTATION_CONFIGMETA]: text,
       [ANNOTATION_CONFIGMETA_GENERATOR]: String(generator),
@@ -119,7 +130,7 @@ function planDelivery(
       ops: setAnnotationsPatch(pod?.metadata ?? {}, values, ANNOTATION_CONFIGMETA_HASH),
     });
   }
-  if (tooLargeBytes === undefined) return { generator, synced, podWrites, events: [] };
+  if (tooLargeBytes === undefined) return { generator, synced, podWrites, events: [], missingVolume };
   // Never a partial document in some pods: nothing is written until it fits.
   const event: EventInput = {
     regarding: clusterTarget(o.cluster),
@@ -128,7 +139,7 @@ function planDelivery(
     action: 'Deliver',
     note: tooLargeMessage(tooLargeBytes),
   };
-  return { generator, synced, podWrites: [], tooLargeBytes, events: [event] };
+  return { generator, synced, podWrites: [], tooLargeBytes, events: [event], missingVolume };
 }
 
 /** How the pod writes went: the pods written, and the reason for each that failed. */
@@ -148,21 +159,41 @@ export function deliveryOutcome(
     synced: [...plan.synced, ...results.written].sort(),
     failed: results.failed,
     ...(plan.tooLargeBytes !== undefined ? { tooLargeBytes: plan.tooLargeBytes } : {}),
+    ...(plan.missingVolume.length > 0 ? { missingVolume: plan.missingVolume } : {}),
   };
   const base = { regarding: clusterTarget(o.cluster), action: 'Deliver' };
+  const missing = missingVolumeEvent(plan.missingVolume, o);
+  const withMissing = (events: EventInput[]) => ({ delivery, events: missing ? [...events, missing] : events });
   const written = `configmeta generator ${plan.generator} written to ${delivery.synced.length}/${o.members.length} member pods`;
   const failed = Object.keys(results.failed).sort();
   if (failed.length > 0) {
     const list = failed.map((p) => `${p} (${results.failed[p]})`).join(', ');
-    return {
-      delivery,
-      events: [{ ...base, type: 'Warning', reason: 'ConfigMetaDeliveryFailed', note: `${written}; failed: ${list}` }],
-    };
+    return withMissing([
+      { ...base, type: 'Warning', reason: 'ConfigMetaDeliveryFailed', note: `${written}; failed: ${list}` },
+    ]);
   }
   if (results.written.length > 0) {
-    return { delivery, events: [{ ...base, type: 'Normal', reason: 'ConfigMetaDelivered', note: written }] };
+    return withMissing([{ ...base, type: 'Normal', reason: 'ConfigMetaDelivered', note: written }]);
   }
-  return { delivery, events: [] };
+  return withMissing([]);
+}
+
+/**
+ * The Warning naming the pods without a configmeta volume, only when stored status does not already say
+ * the same: once per change of the set, and nothing again after a restart.
+ */
+function missingVolumeEvent(pods: string[], o: Observation): EventInput | undefined {
+  if (pods.length === 0) return undefined;
+  const note = missingVolumeMessage(pods);
+  const stored = o.cluster.status?.conditions?.find((c) => c.type === CONDITION_CONFIGMETA_SYNCED);
+  if (stored?.reason === REASON_MISSING_VOLUME && stored.message === note) return undefined;
+  return {
+    regarding: clusterTarget(o.cluster),
+    type: 'Warning',
+    reason: REASON_MISSING_VOLUME,
+    action: 'Deliver',
+    note,
+  };
 }
 
 /**

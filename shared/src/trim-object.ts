@@ -8,10 +8,12 @@
  */
 import { annotationsSize } from './annotation-size.js';
 import { secretDataMac } from './connections-hash.js';
+import { CONFIGMETA_VOLUME } from './pod-volume.js';
 import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_HASH,
+  ANNOTATION_CONFIGMETA_VOLUME,
   type MetaObject,
   type PodLike,
   type SecretLike,
@@ -77,6 +79,20 @@ export interface CachedPod extends PodLike {
     /** Bytes of the pod's annotations other than ours, for the annotation size limit. */
     otherAnnotationsBytes: number;
   };
+  spec: NonNullable<PodLike['spec']> & {
+    /**
+     * Set when the pod has no configmeta volume and did not opt out: pod volumes are immutable, so it
+     * never sees the file until it is recreated. One flag instead of the volumes keeps the cache small.
+     */
+    missingConfigMetaVolume?: true;
+  };
+}
+
+/** A member pod the webhook did not mutate (created while it was down, or labelled later), and not opted out. */
+export function lacksConfigMetaVolume(p: PodLike): boolean {
+  if (p.metadata.annotations?.[ANNOTATION_CONFIGMETA_VOLUME] === 'false') return false;
+  const volumes = p.spec?.volumes;
+  return !(Array.isArray(volumes) && volumes.some((v: { name?: unknown }) => v?.name === CONFIGMETA_VOLUME));
 }
 
 export function trimPod(o: { metadata: Record<string, unknown> }): CachedPod {
@@ -102,7 +118,11 @@ export function trimPod(o: { metadata: Record<string, unknown> }): CachedPod {
       deletionTimestamp: p.metadata.deletionTimestamp,
       otherAnnotationsBytes: annotationsSize(others),
     },
-    spec: { hostname: p.spec?.hostname, subdomain: p.spec?.subdomain },
+    spec: {
+      hostname: p.spec?.hostname,
+      subdomain: p.spec?.subdomain,
+      ...(lacksConfigMetaVolume(p) ? { missingConfigMetaVolume: true as const } : {}),
+    },
     status: {
       phase: p.status?.phase,
       conditions: (p.status?.conditions ?? [])

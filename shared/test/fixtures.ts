@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { AppLookup, World } from '../src/lookup.js';
 import { secretDataMac } from '../src/connections-hash.js';
+import { configMetaVolume } from '../src/pod-volume.js';
 import {
   API_VERSION,
   LABEL_CM_TYPE,
@@ -155,9 +156,14 @@ export interface PodOptions {
   deleting?: boolean;
   annotations?: Record<string, string>;
   resourceVersion?: string;
+  /** Leave out the configmeta volume the pod webhook adds (a pod created while the webhook was down). */
+  withoutConfigMetaVolume?: boolean;
 }
 
-/** A member pod of `clusterName` in role `role`, labelled the way KubeDirector labels its pods. */
+/**
+ * A member pod of `clusterName` in role `role`, labelled the way KubeDirector labels its pods and with
+ * the configmeta volume the pod webhook adds.
+ */
 export function pod(name: string, clusterName: string, role: string, opts: PodOptions = {}): PodLike {
   const namespace = opts.namespace ?? NS;
   return {
@@ -174,6 +180,7 @@ export function pod(name: string, clusterName: string, role: string, opts: PodOp
       ...(opts.hostname !== undefined ? { hostname: opts.hostname } : {}),
       ...(opts.subdomain !== undefined ? { subdomain: opts.subdomain } : {}),
       containers: [{ name: 'app' }],
+      ...(opts.withoutConfigMetaVolume ? {} : { volumes: [configMetaVolume()] }),
     },
     status: {
       phase: 'Running',

@@ -9,7 +9,12 @@ import { membersOf } from '../src/members.js';
 import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan-reconcile.js';
 import { resolveConnections } from '../src/resolve-connections.js';
 import { trimPod } from '../src/trim-object.js';
-import { ANNOTATION_CONFIGMETA_GENERATOR, ANNOTATION_CONFIGMETA_HASH, type KDCluster } from '../src/types.js';
+import {
+  ANNOTATION_CONFIGMETA_GENERATOR,
+  ANNOTATION_CONFIGMETA_HASH,
+  ANNOTATION_CONFIGMETA_VOLUME,
+  type KDCluster,
+} from '../src/types.js';
 import { NS, SYSTEM_NS, cluster, pod, uidFor } from './fixtures.js';
 import { scenario } from './scenario.js';
 
@@ -185,5 +190,97 @@ describe('deliveryOutcome and planStatus', () => {
     const status = (ops.find((op) => op.op !== 'test' && op.path === '/status') as { value: KDCluster['status'] })
       ?.value;
     expect(status).toMatchObject({ lastNodeID: 1, nodeIDs: { 'kdss-nb-0': 1 } });
+  });
+});
+
+describe('member pods without the configmeta volume', () => {
+  const bare = (name: string, annotations?: Record<string, string>) =>
+    trimPod(
+      pod(name, 'notebook', 'controller', {
+        hostname: name,
+        subdomain: 'kdhs-nb',
+        withoutConfigMetaVolume: true,
+        ...(annotations ? { annotations } : {}),
+      }) as never,
+    );
+
+  it('trimPod keeps one flag, not the volumes; a pod with the volume or opted out carries none', () => {
+    expect(bare('kdss-nb-0').spec).toEqual({
+      hostname: 'kdss-nb-0',
+      subdomain: 'kdhs-nb',
+      missingConfigMetaVolume: true,
+    });
+    const mutated = trimPod(pod('kdss-nb-0', 'notebook', 'controller') as never);
+    expect(mutated.spec).not.toHaveProperty('missingConfigMetaVolume');
+    expect(mutated.spec).not.toHaveProperty('volumes');
+    expect(bare('kdss-nb-0', { [ANNOTATION_CONFIGMETA_VOLUME]: 'false' }).spec).not.toHaveProperty(
+      'missingConfigMetaVolume',
+    );
+  });
+
+  it('still get the annotation; ConfigMetaSynced is False naming them and what to do; one Warning event', async () => {
+    const o = { ...(await observe()), pods: [bare('kdss-nb-0')] };
+    const plan = planReconcile(o, OPTS);
+    expect(plan.podWrites.map((w) => w.pod)).toEqual(['kdss-nb-0']);
+    expect(plan.missingVolume).toEqual(['kdss-nb-0']);
+    const { delivery, events } = deliveryOutcome(plan, { written: ['kdss-nb-0'], failed: {} }, o);
+    expect(events).toEqual([
+      expect.objectContaining({ reason: 'ConfigMetaDelivered' }),
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'PodsMissingConfigMetaVolume',
+        note: expect.stringMatching(/^1 member pod\(s\) have no configmeta volume.*: kdss-nb-0\..*kubectl delete pod/),
+      }),
+    ]);
+    const ops = planStatus(o.cluster, o, undefined, delivery);
+    const status = (ops.find((op) => op.op !== 'test' && op.path === '/status') as { value: KDCluster['status'] })
+      .value!;
+    const synced = status.conditions!.find((c) => c.type === 'ConfigMetaSynced');
+    expect(synced).toMatchObject({ status: 'False', reason: 'PodsMissingConfigMetaVolume' });
+    expect(synced!.message).toContain('kdss-nb-0');
+    // The annotation was delivered: the regeneration is complete even though the file cannot appear.
+    expect(status.lastConfigMetaGenerator).toBe(1);
+
+    // Steady state (or a restart): status already says it, so no event and no status write.
+    const add = plan.podWrites[0]!.ops.find((op) => op.op === 'add' && op.path === '/metadata/annotations') as {
+      value: Record<string, string>;
+    };
+    const holds = {
+      [ANNOTATION_CONFIGMETA_GENERATOR]: add.value[ANNOTATION_CONFIGMETA_GENERATOR]!,
+      [ANNOTATION_CONFIGMETA_HASH]: add.value[ANNOTATION_CONFIGMETA_HASH]!,
+    };
+    const pods = o.pods.map((p) => ({ ...p, metadata: { ...p.metadata, annotations: holds } }));
+    const after = { ...o, pods, cluster: { ...o.cluster, status } };
+    const again = planReconcile(after, OPTS);
+    expect(again.podWrites).toEqual([]);
+    const next = deliveryOutcome(again, { written: [], failed: {} }, after);
+    expect(next.events).toEqual([]);
+    expect(planStatus(after.cluster, after, undefined, next.delivery)).toEqual([]);
+  });
+
+  it('the message lists ten pods and counts the rest; a changed set posts a new event', async () => {
+    const o = await observe();
+    const names = Array.from({ length: 12 }, (_, i) => `kdss-nb-${String(i).padStart(2, '0')}`);
+    const members = names.map((n) => ({ ...o.members[0]!, pod: n }));
+    const pods = names.map((n) => bare(n));
+    const obs = { ...o, members, pods };
+    const plan = planReconcile(obs, OPTS);
+    const { delivery, events } = deliveryOutcome(plan, { written: names, failed: {} }, obs);
+    const note = events.find((e) => e.reason === 'PodsMissingConfigMetaVolume')!.note;
+    expect(note).toContain('kdss-nb-09 and 2 more.');
+    expect(note).not.toContain('kdss-nb-10');
+    const status = (
+      planStatus(obs.cluster, obs, undefined, delivery).find((op) => op.op !== 'test' && op.path === '/status') as {
+        value: KDCluster['status'];
+      }
+    ).value;
+    // One pod recreated through the webhook: the set changed, so the Warning is posted again.
+    const fewer = {
+      ...obs,
+      cluster: { ...obs.cluster, status },
+      pods: [trimPod(pod(names[0]!, 'notebook', 'controller') as never), ...pods.slice(1)],
+    };
+    const next = deliveryOutcome(planReconcile(fewer, OPTS), { written: [], failed: {} }, fewer);
+    expect(next.events.find((e) => e.reason === 'PodsMissingConfigMetaVolume')?.note).toContain('11 member pod(s)');
   });
 });

@@ -242,7 +242,7 @@ describe('the chart installed in url mode', () => {
       const created = JSON.parse(
         await kubectlOk(env, ['create', '-f', '-', '-o', 'json'], {
           namespace: apps,
-          input: JSON.stringify(memberPod(pod, cluster, role)),
+          input: JSON.stringify(memberPod(pod, cluster, role, { mutated: false })),
         }),
       );
       expect(created.spec.volumes.map((v: Doc) => v.name)).toContain('kd-configmeta');

@@ -402,6 +402,29 @@ describe('a ConfigMap of the same name in another namespace', () => {
   });
 });
 
+describe('a member pod the pod webhook missed', () => {
+  it('gets the annotation, but ConfigMetaSynced=False and one Warning event name it; the restart below writes nothing', async () => {
+    // As if created while admission was down: no configmeta volume, so the file can never appear.
+    await apply(env, [kdCluster('mv', 'trainer'), memberPod('mv-0', 'mv', 'controller', { mutated: false })]);
+    const cond = await eventually('mv reports the pod', async () => {
+      const c = ((await status('mv')).conditions ?? []).find((x: { type: string }) => x.type === 'ConfigMetaSynced');
+      return c?.reason === 'PodsMissingConfigMetaVolume' ? c : undefined;
+    });
+    expect(cond.status).toBe('False');
+    expect(cond.message).toContain(': mv-0.');
+    expect(cond.message).toContain('kubectl delete pod');
+    expect((await podConfigMeta(env, 'mv-0'))?.generator).toBe('0');
+    await new Promise((r) => setTimeout(r, 1500));
+    const events = (await getJson(env, ['events.events.k8s.io'])).items.filter(
+      (e: { regarding: { name: string }; reason: string }) =>
+        e.regarding.name === 'mv' && e.reason === 'PodsMissingConfigMetaVolume',
+    );
+    expect(events).toHaveLength(1);
+    expect(events[0].type).toBe('Warning');
+    expect(events[0].note).toContain('mv-0');
+  });
+});
+
 describe('restart and leadership', () => {
   it('a restart with nothing changed makes zero writes', async () => {
     for (const c of ['a', 'b', 'c', 't', 'x', 'y']) await eventually(`${c} settled`, () => synced(c));

@@ -294,7 +294,9 @@ async function main(): Promise<number> {
           await api.request('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { query: { gracePeriodSeconds: 0 } });
           for (let attempt = 0; ; attempt++) {
             try {
-              const pod = await api.request<any>('POST', `/api/v1/namespaces/${ns}/pods`, { body: memberPod(name, c) });
+              const pod = await api.request<any>('POST', `/api/v1/namespaces/${ns}/pods`, {
+                body: memberPod(name, c, 'controller', { mutated: false }),
+              });
               if (!(pod.spec?.volumes ?? []).some((v: any) => v.name === 'kd-configmeta'))
                 throw new Error('member pod not mutated (no configmeta volume)');
               return;

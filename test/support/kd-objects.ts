@@ -1,5 +1,6 @@
 /** Builders for the objects cluster tests create: apps, clusters, labelled ConfigMaps/Secrets, member pods. */
 import type { TestEnv } from './cluster.js';
+import { CONFIGMETA_DIR, CONFIGMETA_VOLUME, configMetaVolume } from '@kd-connections/shared';
 
 type Obj = Record<string, unknown>;
 
@@ -66,12 +67,22 @@ export function secret(
   };
 }
 
-export function memberPod(name: string, cluster: string, role = 'controller'): Obj {
+/**
+ * A member pod. By default it carries the configmeta volume and mount the pod webhook adds, so tests
+ * that run without the webhook see a pod as it would be; `mutated: false` gives the pod as submitted
+ * (for tests of the webhook itself, or of a pod it missed).
+ */
+export function memberPod(name: string, cluster: string, role = 'controller', opts: { mutated?: boolean } = {}): Obj {
+  const container = { name: 'app', image: 'registry.invalid/app:1' };
+  const mount = { name: CONFIGMETA_VOLUME, mountPath: CONFIGMETA_DIR, readOnly: true };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': role } },
-    spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] },
+    spec:
+      opts.mutated === false
+        ? { containers: [container] }
+        : { containers: [{ ...container, volumeMounts: [mount] }], volumes: [configMetaVolume()] },
   };
 }
 
