@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import type { WebhookConfigurationRef } from '@kd-connections/certs';
 import {
+  DNS1123_LABEL_RE,
   FlagError,
   packageVersion,
   parseDuration as parseFlagDuration,
@@ -252,7 +253,7 @@ export type ConfigError = FlagError;
 export const parseDuration = (name: string, text: string): number => parseFlagDuration(name, text);
 
 function namespaceList(name: string, names: string[]): string[] {
-  const bad = names.find((n) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(n));
+  const bad = names.find((n) => !DNS1123_LABEL_RE.test(n));
   if (bad !== undefined) throw new ConfigError(`--${name} must list namespace names, got ${JSON.stringify(bad)}`);
   return names;
 }

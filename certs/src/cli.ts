@@ -20,6 +20,7 @@ import {
 } from './inject.js';
 import { inspectCertificate } from './inspect.js';
 import {
+  DNS1123_LABEL_RE,
   FlagError,
   flagsHelp,
   KubeClient,
@@ -100,7 +101,6 @@ function positiveDays(flags: { [k: string]: unknown }, name: string): number {
 }
 
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_LABEL = /^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$/;
 
 function validDnsName(name: string): boolean {
@@ -115,7 +115,7 @@ function generate(args: readonly string[], io: CliIO): number {
   const outDir = resolve(io.cwd ?? process.cwd(), flags['out-dir']);
   const { service, namespace } = flags;
   if (!DNS1035_LABEL.test(service)) throw new FlagError(`--service ${JSON.stringify(service)} is not a Service name`);
-  if (!DNS1123_LABEL.test(namespace)) {
+  if (!DNS1123_LABEL_RE.test(namespace)) {
     throw new FlagError(`--namespace ${JSON.stringify(namespace)} is not a namespace name`);
   }
   const dnsNames = flags.dns;
