@@ -19,6 +19,7 @@ export * from './render-configmeta.js';
 export * from './resolve-connections.js';
 export * from './reverse-index.js';
 export * from './pod-volume.js';
+export * from './guestconfig-layout.js';
 export * from './cluster-status.js';
 export * from './connection-changes.js';
 export * from './plan-reconcile.js';

@@ -1,0 +1,36 @@
+/**
+ * Names shared by the three parts of in-pod delivery — the pod webhook that injects the sidecar and
+ * volumes, the reconciler that writes the per-cluster private Secret, and the reconnect hook that reads
+ * what a member's file holds. One place, so the parts cannot drift apart.
+ *
+ * Layout in a member pod:
+ *  - the `kd-guestconfig` native sidecar (an init container with restartPolicy Always) copies the
+ *    downward-API projection of the configmeta annotation (volume `kd-configmeta`, mounted only in the
+ *    sidecar at SIDECAR_SOURCE_DIR) into an emptyDir mounted at /etc/guestconfig in the app container(s),
+ *    swapping the file atomically (write a temporary file in the directory, then rename);
+ *  - the emptyDir is seeded with the image's own /etc/guestconfig files, so nothing the image keeps there
+ *    is hidden and the directory stays writable;
+ *  - the optional per-cluster private Secret (volume `kd-configmeta-private`, mounted only in the sidecar
+ *    at SIDECAR_PRIVATE_DIR) becomes /etc/guestconfig/.priv_configmeta.json and .platform.json, readable
+ *    by root only (configcli merges them when it runs as root);
+ *  - after each swap the sidecar writes the delivered generator to GENERATOR_FILE.
+ */
+export const GUESTCONFIG_DIR = '/etc/guestconfig';
+export const GUESTCONFIG_SIDECAR = 'kd-guestconfig';
+export const GUESTCONFIG_VOLUME = 'kd-guestconfig';
+export const PRIVATE_CONFIGMETA_VOLUME = 'kd-configmeta-private';
+export const SIDECAR_SOURCE_DIR = '/kd/source';
+export const SIDECAR_PRIVATE_DIR = '/kd/private';
+/** Written last, after the document: the generator the file in /etc/guestconfig now holds. */
+export const GENERATOR_FILE = '.configmeta-generator';
+/** configcli's private file and the platform file it needs beside it (it merges neither without both). */
+export const PRIVATE_CONFIGMETA_FILE = '.priv_configmeta.json';
+export const PLATFORM_FILE = '.platform.json';
+/** Keys of the per-cluster private Secret (Secret keys may not start with a dot on every tool's path). */
+export const PRIVATE_SECRET_KEY_CONFIGMETA = 'priv_configmeta.json';
+export const PRIVATE_SECRET_KEY_PLATFORM = 'platform.json';
+
+/** The per-cluster Secret holding what only the pod's root may read; owned by the kdcluster. */
+export function privateConfigMetaSecretName(cluster: string): string {
+  return `kd-configmeta-private-${cluster}`;
+}
