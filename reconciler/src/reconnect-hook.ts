@@ -91,13 +91,7 @@ function abortError(): Error {
 export class WebSocketPodExec implements PodExec {
   constructor(private readonly kc: KubeConfig) {}
 
-  run(
-    namespace: string,
-    pod: string,
-    container: string,
-    command: string[],
-    opts: { timeoutMs: number; signal: AbortSignal },
-  ): Promise<ExecResult> {
+  run(...[namespace, pod, container, command, opts]: Parameters<PodExec['run']>): Promise<ExecResult> {
     const out = new TailSink();
     const err = new TailSink();
     // The handler's own streams default to this process's stdio (it ends them on a close frame).
