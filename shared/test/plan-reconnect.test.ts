@@ -1,5 +1,8 @@
 /** The reconnect signal's decisions: who gets `startscript --reconnect`, for which generator, and when. */
 import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 import {
   CONDITION_MEMBERS_RECONNECTED,
   FILE_RECHECK_MS,
@@ -248,5 +251,22 @@ describe('reconnect inputs and outputs', () => {
       { op: 'test', path: '/status/memberReconnects', value: record },
       { op: 'add', path: '/status/memberReconnects', value: next },
     ]);
+  });
+});
+
+describe('the kdcluster CRD keeps what the planner records', () => {
+  it('status.memberReconnects has every field an entry can carry (nothing pruned)', () => {
+    const crdPath = fileURLToPath(
+      new URL('../../charts/kd-connections/crds/kubedirector.hpe.com_kubedirectorclusters.yaml', import.meta.url),
+    );
+    const crd = parse(readFileSync(crdPath, 'utf8'));
+    const entry = crd.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.memberReconnects;
+    const failed = recordReconnectResults(
+      { p: { uid: 'u', generator: 1 } },
+      [{ pod: 'p', generator: 2, outcome: { ok: false, exitCode: 1 } }],
+      NOW,
+    );
+    expect(Object.keys(entry.additionalProperties.properties).sort()).toEqual(Object.keys(failed.p!).sort());
+    expect(entry.additionalProperties.required).toEqual(['uid', 'generator']);
   });
 });
