@@ -1,5 +1,5 @@
 // Jest runs the TypeScript sources directly as native ESM (node --experimental-vm-modules):
-// @kubernetes/client-node 1.x is ESM-only, so the CommonJS default cannot load it.
+// @kubernetes/client-node (1.x and 2.x) is ESM-only, so the CommonJS default cannot load it.
 // Type checking is `tsc -b` (npm run typecheck); ts-jest only transpiles, which keeps runs fast.
 const transform = {
   '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json' }],

@@ -18,9 +18,10 @@ let port: number;
 const metrics = new AdmissionMetrics();
 
 beforeAll(async () => {
-  ca = createCA({ keyBits: 1024 });
-  first = createServingCert({ ca, ipAddresses: ['127.0.0.1'], commonName: 'first', keyBits: 1024 });
-  second = createServingCert({ ca, ipAddresses: ['127.0.0.1'], commonName: 'second', keyBits: 1024 });
+  // 2048 bits: Node 24's OpenSSL (security level 2) refuses smaller keys in TLS ("ee key too small").
+  ca = createCA({ keyBits: 2048 });
+  first = createServingCert({ ca, ipAddresses: ['127.0.0.1'], commonName: 'first', keyBits: 2048 });
+  second = createServingCert({ ca, ipAddresses: ['127.0.0.1'], commonName: 'second', keyBits: 2048 });
   const app = createApp({
     webhooks: WEBHOOKS,
     deps: exampleWorld().deps(),

@@ -54,6 +54,16 @@ beforeAll(async () => {
   docs = (await helmTemplate(env, 'kd', env.namespace)).docs;
   admissionDeployment = one(docs, 'Deployment', 'kd-kd-connections-admission');
   reconcilerDeployment = one(docs, 'Deployment', 'kd-kd-connections-reconciler');
+  // The pods below run as the chart's ServiceAccounts; the API server admits them only once those exist.
+  const accounts = docs.filter((d) => d.kind === 'ServiceAccount');
+  const created = await env.kubectl(['apply', '-f', '-'], {
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: accounts }),
+  });
+  expect({ code: created.code, stderr: created.stderr, accounts: accounts.length }).toEqual({
+    code: 0,
+    stderr: '',
+    accounts: 2,
+  });
   const label = await env.kubectl(
     [
       'label',

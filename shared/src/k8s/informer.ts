@@ -1,7 +1,7 @@
 /**
- * A list+watch cache ("informer"), replacing client-node 1.4's makeInformer, which stops for good on
- * an error, reconnects in a tight loop without backoff, ignores its own timeout and leaks an agent per
- * reconnect. This one:
+ * A list+watch cache ("informer") instead of client-node's makeInformer (1.4's stopped for good on an
+ * error, reconnected in a tight loop and leaked an agent per reconnect; 2.x fixed those but still takes
+ * the whole list from one call and cannot ask for metadata only). This one:
  * - lists in pages, then watches from the list's resourceVersion with bookmarks and a server-side
  *   timeoutSeconds (jittered), re-watching from the last seen resourceVersion when a watch ends;
  * - relists on 410 Gone and periodically, emitting events only for objects whose resourceVersion

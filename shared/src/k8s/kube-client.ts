@@ -1,8 +1,8 @@
 /**
  * A small JSON client for the reads client-node does not do well: paginated lists, streaming watches
  * with bookmarks and server-side timeouts, and metadata-only (PartialObjectMetadata) requests, so the
- * admission service never holds Secret data. Authentication comes from client-node's KubeConfig; one
- * keep-alive agent serves every request (client-node 1.4 leaks one per watch reconnect).
+ * admission service never holds Secret data (client-node 2 still cannot ask for those). Authentication
+ * comes from client-node's KubeConfig; one keep-alive agent serves every request.
  */
 import https from 'node:https';
 import http from 'node:http';
