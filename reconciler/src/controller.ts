@@ -8,6 +8,7 @@
  */
 import {
   API_VERSION,
+  CONDITION_READY,
   EventRecorder,
   errorMessage,
   isConflict,
@@ -26,7 +27,7 @@ import type { ReconcilerConfig } from './config.js';
 import type { ReconcilerMetrics, WriteKind } from './metrics.js';
 import { Expectations, rvAtLeast } from './expectations.js';
 import type { Leadership } from './leader-election.js';
-import { reconcileCluster, RetryableError, writeKey, type Writes } from './reconcile.js';
+import { reconcileCluster, RetryableError, writeKey, type ReconcileOutcome, type Writes } from './reconcile.js';
 import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
 
 /** One term of leadership as the write path sees it. */
@@ -44,6 +45,8 @@ export class Controller {
   readonly events: EventRecorder;
   readonly expectations = new Expectations();
   private term: Term | undefined;
+  /** Per key, when the first watch event since its last reconcile arrived (delivery latency). */
+  private readonly changedAt = new Map<string, number>();
 
   constructor(
     private readonly client: KubeClient,
@@ -73,9 +76,9 @@ export class Controller {
     this.queue = new WorkQueue((key, signal) => this.reconcile(key, signal), {
       concurrency: cfg.concurrency,
       maxDelayMs: MAX_REQUEUE_DELAY_MS,
+      observer: metrics.queueObserver(),
       onResult: (key, result, ms, error, retryInMs) => {
-        metrics.reconciles.inc({ result });
-        metrics.reconcileSeconds.observe(ms / 1000);
+        metrics.reconciled(result, ms);
         metrics.queueDepth.set(this.queue.depth);
         if (result === 'aborted') {
           log.info('reconcile cut short: leadership ended', { cluster: key, error: errorMessage(error) });
@@ -86,10 +89,22 @@ export class Controller {
       },
     });
     this.wire();
+    metrics.watch({
+      queueDepth: () => this.queue.depth,
+      inFlight: () => this.queue.inFlight,
+      runningForMs: () => this.queue.runningForMs(),
+      maxConcurrent: () => cfg.concurrency,
+      clusters: () =>
+        this.caches.clusters.list().map((c) => ({
+          ready: c.status?.conditions?.find((x) => x.type === CONDITION_READY)?.status,
+          unsyncedPods: Math.max(0, (c.status?.members?.total ?? 0) - (c.status?.members?.synced ?? 0)),
+        })),
+    });
   }
 
   private enqueue(key: string): void {
     if (!this.term) return;
+    if (!this.changedAt.has(key)) this.changedAt.set(key, Date.now());
     this.queue.add(key);
     this.metrics.queueDepth.set(this.queue.depth);
   }
@@ -173,7 +188,7 @@ export class Controller {
     const { signal, check } = leadership;
     if (signal.aborted) return;
     this.term = { signal, check, client: this.client.scoped({ signal, guard: check }) };
-    this.metrics.leader.set(1);
+    this.metrics.setLeader(true);
     for (const c of this.caches.clusters.list()) this.queue.add(objectKey(c.metadata.namespace, c.metadata.name));
     this.queue.start(signal);
   }
@@ -181,7 +196,8 @@ export class Controller {
   /** Stops taking work; resolves when the reconciles in flight have ended. */
   async stopLeading(): Promise<void> {
     this.term = undefined;
-    this.metrics.leader.set(0);
+    this.changedAt.clear();
+    this.metrics.setLeader(false);
     await this.queue.stop();
   }
 
@@ -238,7 +254,30 @@ export class Controller {
   private async reconcile(key: string, signal: AbortSignal): Promise<{ requeueAfterMs: number } | void> {
     const term = this.term;
     if (!term || term.signal !== signal || signal.aborted) return;
-    const outcome = await reconcileCluster(key, {
+    // Events during this run start a new measurement; a run that delivers nothing ends this one.
+    const since = this.changedAt.get(key);
+    this.changedAt.delete(key);
+    const restore = () => {
+      if (since !== undefined) this.changedAt.set(key, Math.min(since, this.changedAt.get(key) ?? Infinity));
+    };
+    let outcome;
+    try {
+      outcome = await this.run(key, term, signal);
+    } catch (e) {
+      restore();
+      throw e;
+    }
+    if (outcome.deferredMs) {
+      restore();
+      // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
+      return { requeueAfterMs: outcome.deferredMs };
+    }
+    if (since !== undefined && outcome.podsWritten > 0)
+      this.metrics.deliveryLatency.observe((Date.now() - since) / 1000);
+  }
+
+  private run(key: string, term: Term, signal: AbortSignal): Promise<ReconcileOutcome> {
+    return reconcileCluster(key, {
       getCluster: (ns, name) => this.caches.clusters.get(ns, name),
       world: this.caches.world(),
       writes: this.writes(term),
@@ -259,7 +298,5 @@ export class Controller {
       },
       pendingWrites: (keys) => this.expectations.waitFor(keys),
     });
-    // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
-    if (outcome.deferredMs) return { requeueAfterMs: outcome.deferredMs };
   }
 }

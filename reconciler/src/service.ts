@@ -24,7 +24,7 @@ export interface ReconcilerServiceOptions {
 }
 
 export class ReconcilerService {
-  readonly metrics = new ReconcilerMetrics();
+  readonly metrics: ReconcilerMetrics;
   readonly controller: Controller;
   private readonly client: KubeClient;
   private readonly log: Logger;
@@ -36,6 +36,7 @@ export class ReconcilerService {
   constructor(private readonly opts: ReconcilerServiceOptions) {
     const { config, log } = opts;
     this.log = log;
+    this.metrics = new ReconcilerMetrics({ leaseName: config.leaseName });
     this.client = new KubeClient(opts.kubeConfig, `kd-connections-reconciler/${config.identity}`);
     this.controller = new Controller(this.client, config, this.metrics, log);
   }
