@@ -127,6 +127,12 @@ describe('every pod-spec value changes what it names, in both Deployments', () =
       (dep) => expect(dep.spec.template.spec.nodeSelector).toEqual({ pool: 'infra' }),
     ],
     [
+      'strategy (no surge, one down: hostNetwork on a cluster without a spare node)',
+      (c) => sets({ [`${c}.strategy.rollingUpdate.maxSurge`]: 0, [`${c}.strategy.rollingUpdate.maxUnavailable`]: 1 }),
+      (dep) =>
+        expect(dep.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } }),
+    ],
+    [
       'priorityClassName',
       (c) => sets({ [`${c}.priorityClassName`]: `${c}-pc` }),
       (dep, c) => expect(dep.spec.template.spec.priorityClassName).toBe(`${c}-pc`),
@@ -172,6 +178,35 @@ describe('global.* and commonLabels', () => {
     const own = await render(sets({ 'global.priorityClassName': 'kd-critical', 'reconciler.priorityClassName': 'r' }));
     expect(podSpec(own.docs, 'reconciler').priorityClassName).toBe('r');
     expect(podSpec(own.docs, 'admission').priorityClassName).toBe('kd-critical');
+  });
+
+  it('a system-*-critical priority class outside kube-system brings the ResourceQuota that admits it', async () => {
+    expect(find((await render(sets({ 'global.priorityClassName': 'high' }))).docs, 'ResourceQuota')).toEqual([]);
+    const { docs } = await render(sets({ 'admission.priorityClassName': 'system-cluster-critical' }));
+    expect(one(docs, 'ResourceQuota', `${FULL}-critical-pods`).spec).toEqual({
+      hard: { pods: '3' },
+      scopeSelector: {
+        matchExpressions: [{ operator: 'In', scopeName: 'PriorityClass', values: ['system-cluster-critical'] }],
+      },
+    });
+    const both = await render(sets({ 'global.priorityClassName': 'system-node-critical' }));
+    expect(one(both.docs, 'ResourceQuota').spec.hard.pods).toBe('6');
+    const off = await render(
+      sets({ 'global.priorityClassName': 'system-node-critical', 'criticalPodsQuota.enabled': false }),
+    );
+    expect(find(off.docs, 'ResourceQuota')).toEqual([]);
+    const kubeSystem = await render(sets({ 'global.priorityClassName': 'system-node-critical' }), 'kube-system');
+    expect(find(kubeSystem.docs, 'ResourceQuota')).toEqual([]);
+  });
+
+  it('extraObjects: objects and YAML strings, through tpl', async () => {
+    const { docs } = await render([
+      '--set-json',
+      'extraObjects=[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a-{{ .Release.Name }}"}},' +
+        '"apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: b-{{ .Release.Namespace }}"]',
+    ]);
+    expect(one(docs, 'ConfigMap', `a-${REL}`).kind).toBe('ConfigMap');
+    expect(one(docs, 'ConfigMap', `b-${NS}`).kind).toBe('ConfigMap');
   });
 
   it('a parent chart may pass global keys of its own', async () => {
@@ -253,6 +288,12 @@ describe('bad combinations: refused by the schema, and by the chart with a sente
       ['--set', 'commonLabels.app\\.kubernetes\\.io/name=mine'],
       /at '\/commonLabels\/app\.kubernetes\.io~1name'/,
       /commonLabels\.app\.kubernetes\.io\/name: the chart sets app\.kubernetes\.io\/\* and helm\.sh\/chart itself/,
+    ],
+    [
+      'Recreate with the default rollingUpdate left in',
+      sets({ 'admission.strategy.type': 'Recreate' }),
+      /at '\/admission\/strategy': 'not' failed/,
+      /admission\.strategy\.type=Recreate has no rollingUpdate: also set admission\.strategy\.rollingUpdate=null/,
     ],
     [
       'a probe handler instead of timings',

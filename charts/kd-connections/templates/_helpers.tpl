@@ -368,6 +368,9 @@ matchConditions:
 {{- fail (printf "%s.extraVolumes: a volume named %q already exists in the pod (the chart uses %s); choose another name" $component .name (join ", " $names)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and (eq (($v.strategy).type | default "") "Recreate") ($v.strategy).rollingUpdate -}}
+{{- fail (printf "%s.strategy.type=Recreate has no rollingUpdate: also set %s.strategy.rollingUpdate=null (and know that Recreate stops every replica before starting new ones)" $component $component) -}}
+{{- end -}}
 {{- range $sc := list "podSecurityContext" "securityContext" -}}
 {{- $c := index $v $sc | default dict -}}
 {{- if and (hasKey $c "runAsUser") (eq (int (index $c "runAsUser")) 0) (index $c "runAsNonRoot") -}}
