@@ -85,31 +85,29 @@ export class ReconcilerMetrics {
   // --- controller-runtime / client-go compatible ---------------------------------------------------
   private readonly queueLabels = { controller: CONTROLLER_NAME, name: CONTROLLER_NAME };
   private readonly controllerLabel = { controller: CONTROLLER_NAME };
+  private readonly perQueue = { labelNames: ['controller', 'name'] as const, registers: [this.registry] };
+  private readonly perController = { labelNames: ['controller'] as const, registers: [this.registry] };
   readonly workqueueAdds = new Counter({
     name: 'workqueue_adds_total',
     help: 'Total number of adds handled by workqueue',
-    labelNames: ['controller', 'name'] as const,
-    registers: [this.registry],
+    ...this.perQueue,
   });
   readonly workqueueQueueDuration = new Histogram({
     name: 'workqueue_queue_duration_seconds',
     help: 'How long in seconds an item stays in workqueue before being requested',
-    labelNames: ['controller', 'name'] as const,
     buckets: WORKQUEUE_BUCKETS,
-    registers: [this.registry],
+    ...this.perQueue,
   });
   readonly workqueueWorkDuration = new Histogram({
     name: 'workqueue_work_duration_seconds',
     help: 'How long in seconds processing an item from workqueue takes',
-    labelNames: ['controller', 'name'] as const,
     buckets: WORKQUEUE_BUCKETS,
-    registers: [this.registry],
+    ...this.perQueue,
   });
   readonly workqueueRetries = new Counter({
     name: 'workqueue_retries_total',
     help: 'Total number of retries handled by workqueue',
-    labelNames: ['controller', 'name'] as const,
-    registers: [this.registry],
+    ...this.perQueue,
   });
   readonly reconcileTotal = new Counter({
     name: 'controller_runtime_reconcile_total',
@@ -120,21 +118,18 @@ export class ReconcilerMetrics {
   readonly reconcileErrors = new Counter({
     name: 'controller_runtime_reconcile_errors_total',
     help: 'Total number of reconciliation errors per controller',
-    labelNames: ['controller'] as const,
-    registers: [this.registry],
+    ...this.perController,
   });
   readonly terminalErrors = new Counter({
     name: 'controller_runtime_terminal_reconcile_errors_total',
     help: 'Total number of terminal reconciliation errors per controller',
-    labelNames: ['controller'] as const,
-    registers: [this.registry],
+    ...this.perController,
   });
   readonly reconcileTime = new Histogram({
     name: 'controller_runtime_reconcile_time_seconds',
     help: 'Length of time per reconciliation per controller',
-    labelNames: ['controller'] as const,
     buckets: RECONCILE_BUCKETS,
-    registers: [this.registry],
+    ...this.perController,
   });
   readonly leaderStatus = new Gauge({
     name: 'leader_election_master_status',
@@ -146,53 +141,47 @@ export class ReconcilerMetrics {
   constructor(private readonly opts: ReconcilerMetricsOptions = {}) {
     const registers = [this.registry];
     const view = () => this.view;
-    const queueLabels = this.queueLabels;
-    const controllerLabel = this.controllerLabel;
-    new Gauge({
-      name: 'workqueue_depth',
-      help: 'Current depth of workqueue',
-      labelNames: ['controller', 'name'] as const,
-      registers,
-      collect() {
-        this.set(queueLabels, view()?.queueDepth() ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'workqueue_unfinished_work_seconds',
-      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
-      labelNames: ['controller', 'name'] as const,
-      registers,
-      collect() {
-        this.set(queueLabels, (view()?.runningForMs() ?? []).reduce((a, b) => a + b, 0) / 1000);
-      },
-    });
-    new Gauge({
-      name: 'workqueue_longest_running_processor_seconds',
-      help: 'How many seconds has the longest running processor for workqueue been running.',
-      labelNames: ['controller', 'name'] as const,
-      registers,
-      collect() {
-        this.set(queueLabels, Math.max(0, ...(view()?.runningForMs() ?? [])) / 1000);
-      },
-    });
-    new Gauge({
-      name: 'controller_runtime_active_workers',
-      help: 'Number of currently used workers per controller',
-      labelNames: ['controller'] as const,
-      registers,
-      collect() {
-        this.set(controllerLabel, view()?.inFlight() ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'controller_runtime_max_concurrent_reconciles',
-      help: 'Maximum number of concurrent reconciles per controller',
-      labelNames: ['controller'] as const,
-      registers,
-      collect() {
-        this.set(controllerLabel, view()?.maxConcurrent() ?? 0);
-      },
-    });
+    // A gauge read from the controller at scrape time.
+    const sampled = (
+      name: string,
+      help: string,
+      labels: Record<string, string>,
+      value: (v: ControllerView) => number,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: Object.keys(labels),
+        registers,
+        collect() {
+          const v = view();
+          this.set(labels, v ? value(v) : 0);
+        },
+      });
+    const q = this.queueLabels;
+    const c = this.controllerLabel;
+    sampled('workqueue_depth', 'Current depth of workqueue', q, (v) => v.queueDepth());
+    sampled(
+      'workqueue_unfinished_work_seconds',
+      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+      q,
+      (v) => v.runningForMs().reduce((a, b) => a + b, 0) / 1000,
+    );
+    sampled(
+      'workqueue_longest_running_processor_seconds',
+      'How many seconds has the longest running processor for workqueue been running.',
+      q,
+      (v) => Math.max(0, ...v.runningForMs()) / 1000,
+    );
+    sampled('controller_runtime_active_workers', 'Number of currently used workers per controller', c, (v) =>
+      v.inFlight(),
+    );
+    sampled(
+      'controller_runtime_max_concurrent_reconciles',
+      'Maximum number of concurrent reconciles per controller',
+      c,
+      (v) => v.maxConcurrent(),
+    );
     // From the watch cache, so every replica (a standby too) reports what status says.
     new Gauge({
       name: 'kd_reconciler_kdclusters',
@@ -208,14 +197,12 @@ export class ReconcilerMetrics {
         for (const [ready, n] of Object.entries(counts)) this.set({ ready }, n);
       },
     });
-    new Gauge({
-      name: 'kd_reconciler_member_pods_unsynced',
-      help: "Member pods that do not hold the configmeta of their cluster's current generator (from kdcluster status)",
-      registers,
-      collect() {
-        this.set((view()?.clusters() ?? []).reduce((n, c) => n + c.unsyncedPods, 0));
-      },
-    });
+    sampled(
+      'kd_reconciler_member_pods_unsynced',
+      "Member pods that do not hold the configmeta of their cluster's current generator (from kdcluster status)",
+      {},
+      (v) => v.clusters().reduce((n, x) => n + x.unsyncedPods, 0),
+    );
     this.setLeader(false);
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
