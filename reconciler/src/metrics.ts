@@ -203,6 +203,13 @@ export class ReconcilerMetrics {
       {},
       (v) => v.clusters().reduce((n, x) => n + x.unsyncedPods, 0),
     );
+    // Zero series from the start, as controller-runtime does, so rates and ratios exist before the first error.
+    for (const result of ['success', 'error', 'requeue', 'requeue_after'])
+      this.reconcileTotal.inc({ ...this.controllerLabel, result }, 0);
+    this.reconcileErrors.inc(this.controllerLabel, 0);
+    this.terminalErrors.inc(this.controllerLabel, 0);
+    this.workqueueAdds.inc(this.queueLabels, 0);
+    this.workqueueRetries.inc(this.queueLabels, 0);
     this.setLeader(false);
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }

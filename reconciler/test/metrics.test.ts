@@ -73,11 +73,15 @@ describe('workqueue_* from the work queue', () => {
 describe('controller_runtime_reconcile_* and leader_election_master_status', () => {
   it('maps each run outcome onto controller-runtime results and keeps the kd_ series in full detail', async () => {
     const m = new ReconcilerMetrics({ defaultMetrics: false, leaseName: 'kd-reconciler' });
+    const before = await m.registry.metrics();
+    expect(sample(before, `controller_runtime_reconcile_total{${C},result="requeue"}`)).toBe(0);
+    expect(sample(before, `controller_runtime_reconcile_errors_total{${C}}`)).toBe(0);
     for (const o of ['success', 'success', 'requeue', 'error', 'terminal', 'aborted'] as const) m.reconciled(o, 20);
     const text = await m.registry.metrics();
     expect(sample(text, `controller_runtime_reconcile_total{${C},result="success"}`)).toBe(2);
     expect(sample(text, `controller_runtime_reconcile_total{${C},result="requeue_after"}`)).toBe(1);
     expect(sample(text, `controller_runtime_reconcile_total{${C},result="error"}`)).toBe(3);
+    expect(sample(text, `controller_runtime_reconcile_total{${C},result="requeue"}`)).toBe(0);
     expect(sample(text, `controller_runtime_reconcile_errors_total{${C}}`)).toBe(3);
     expect(sample(text, `controller_runtime_terminal_reconcile_errors_total{${C}}`)).toBe(1);
     expect(sample(text, `controller_runtime_reconcile_time_seconds_count{${C}}`)).toBe(6);
