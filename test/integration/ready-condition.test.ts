@@ -52,6 +52,8 @@ describe('kubectl wait --for=condition=Ready', () => {
   });
 
   it('a connected ConfigMap deleted: Ready=False and Stalled=True; recreated: Ready again, Stalled gone', async () => {
+    const delivered = () => rec!.metric('kd_reconciler_configmeta_delivery_latency_seconds_count');
+    const deliveriesBefore = await delivered();
     await kubectlOk(env, ['delete', 'configmap', 'model']);
     const stalled = await wait('Stalled');
     expect({ code: stalled.code, stderr: stalled.stderr }).toEqual({ code: 0, stderr: '' });
@@ -63,6 +65,12 @@ describe('kubectl wait --for=condition=Ready', () => {
     await apply(env, [configMap('model', { path: '/models/v2' })]);
     expect((await wait('Ready')).code).toBe(0);
     expect((await conditions()).byType).not.toHaveProperty('Stalled');
+    // Both changes reached the member pod (the connection gone, then back): each delivery was timed.
+    expect(await delivered()).toBeGreaterThanOrEqual(deliveriesBefore + 2);
+    const q = { controller: 'kubedirectorcluster', name: 'kubedirectorcluster' };
+    expect(await rec!.metric('workqueue_adds_total', q)).toBeGreaterThan(0);
+    expect(await rec!.metric('controller_runtime_reconcile_total', { result: 'success' })).toBeGreaterThan(0);
+    expect(await rec!.metric('leader_election_master_status')).toBe(1);
   });
 
   it('a spec change the reconciler has not seen: Ready=True of the old generation does not satisfy the wait', async () => {
