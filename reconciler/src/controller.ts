@@ -17,6 +17,7 @@ import {
   LABEL_ROLE,
   objectKey,
   ReverseIndex,
+  splitKey,
   type KDCluster,
   type KubeClient,
   type Logger,
@@ -28,6 +29,7 @@ import type { ReconcilerMetrics, WriteKind } from './metrics.js';
 import { Expectations, rvAtLeast } from './expectations.js';
 import type { Leadership } from './leader-election.js';
 import { reconcileCluster, RetryableError, writeKey, type ReconcileOutcome, type Writes } from './reconcile.js';
+import { reconnectPass, type PodExec } from './reconnect-hook.js';
 import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
 
 /** One term of leadership as the write path sees it. */
@@ -53,6 +55,8 @@ export class Controller {
     private readonly cfg: ReconcilerConfig,
     private readonly metrics: ReconcilerMetrics,
     private readonly log: Logger,
+    /** Exec into member pods; needed only with --reconnect-hook. */
+    private readonly exec?: PodExec,
   ) {
     this.caches = new Caches({
       client,
@@ -260,27 +264,37 @@ export class Controller {
     const restore = () => {
       if (since !== undefined) this.changedAt.set(key, Math.min(since, this.changedAt.get(key) ?? Infinity));
     };
-    let outcome;
+    let pass: { outcome: ReconcileOutcome; requeueAfterMs?: number };
     try {
-      outcome = await this.run(key, term, signal);
+      pass = await this.pass(key, term, signal);
     } catch (e) {
       restore();
       throw e;
     }
-    if (outcome.deferredMs) {
-      restore();
-      // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
-      return { requeueAfterMs: outcome.deferredMs };
-    }
-    if (since !== undefined && outcome.podsWritten > 0)
+    if (pass.outcome.deferredMs) restore();
+    else if (since !== undefined && pass.outcome.podsWritten > 0)
       this.metrics.deliveryLatency.observe((Date.now() - since) / 1000);
+    if (pass.requeueAfterMs !== undefined) return { requeueAfterMs: pass.requeueAfterMs };
   }
 
-  private run(key: string, term: Term, signal: AbortSignal): Promise<ReconcileOutcome> {
-    return reconcileCluster(key, {
+  /** One reconcile of the cluster, then (with --reconnect-hook) its reconnect pass. */
+  private async pass(
+    key: string,
+    term: Term,
+    signal: AbortSignal,
+  ): Promise<{ outcome: ReconcileOutcome; requeueAfterMs?: number }> {
+    const writes = this.writes(term);
+    // The newest copy of the cluster this pass holds: a write's answer, else the (fresh) cache.
+    let latest: KDCluster | undefined;
+    const world = this.caches.world();
+    const outcome = await reconcileCluster(key, {
       getCluster: (ns, name) => this.caches.clusters.get(ns, name),
-      world: this.caches.world(),
-      writes: this.writes(term),
+      world,
+      writes: {
+        ...writes,
+        patchCluster: async (ns, name, ops) => (latest = await writes.patchCluster(ns, name, ops)),
+        patchClusterStatus: async (ns, name, ops) => (latest = await writes.patchClusterStatus(ns, name, ops)),
+      },
       // Events are posted fire-and-forget by the shared recorder; a former leader posts none.
       events: {
         record: (e) => {
@@ -298,5 +312,33 @@ export class Controller {
       },
       pendingWrites: (keys) => this.expectations.waitFor(keys),
     });
+    // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
+    if (outcome.deferredMs) return { outcome, requeueAfterMs: outcome.deferredMs };
+    const cluster = latest ?? clusterFromCache(this.caches, key);
+    if (!this.cfg.reconnectHook || !this.exec || !cluster || cluster.metadata.deletionTimestamp) return { outcome };
+    const next = await reconnectPass(cluster, {
+      exec: this.exec,
+      world,
+      systemNamespace: this.cfg.systemNamespace,
+      timeoutMs: this.cfg.reconnectTimeoutMs,
+      concurrency: this.cfg.podConcurrency,
+      signal,
+      check: term.check,
+      patchClusterStatus: writes.patchClusterStatus,
+      events: {
+        record: (e) => {
+          term.check();
+          if (!signal.aborted) this.events.record(e);
+        },
+      },
+      onHook: (result) => this.metrics.reconnectHooks.inc({ result }),
+      log: this.log,
+    });
+    return { outcome, ...(next.requeueAfterMs !== undefined ? { requeueAfterMs: next.requeueAfterMs } : {}) };
   }
+}
+
+function clusterFromCache(caches: Caches, key: string): KDCluster | undefined {
+  const { namespace, name } = splitKey(key);
+  return caches.clusters.get(namespace, name);
 }

@@ -12,6 +12,7 @@ import { Controller } from './controller.js';
 import { LeaderElector } from './leader-election.js';
 import { ReconcilerMetrics } from './metrics.js';
 import { startProbeServer, type ProbeServer } from './probe-server.js';
+import { WebSocketPodExec } from './reconnect-hook.js';
 
 export interface ReconcilerServiceOptions {
   config: ReconcilerConfig;
@@ -38,7 +39,8 @@ export class ReconcilerService {
     this.log = log;
     this.metrics = new ReconcilerMetrics({ leaseName: config.leaseName });
     this.client = new KubeClient(opts.kubeConfig, `kd-connections-reconciler/${config.identity}`);
-    this.controller = new Controller(this.client, config, this.metrics, log);
+    const exec = config.reconnectHook ? new WebSocketPodExec(opts.kubeConfig) : undefined;
+    this.controller = new Controller(this.client, config, this.metrics, log, exec);
   }
 
   /** Serves the probes, fills the caches, then campaigns for the lease (or leads). Returns the probe port. */
@@ -57,6 +59,7 @@ export class ReconcilerService {
       metricsPort: this.probes.port,
       secretConnections: cfg.secretConnections,
       inlineSecretValues: cfg.inlineSecretValues,
+      reconnectHook: cfg.reconnectHook,
     });
     this.controller.caches.start();
     await this.controller.caches.waitForSync(this.opts.syncTimeoutMs ?? 10 * 60_000);
