@@ -1,6 +1,9 @@
 /**
  * Prometheus metrics of the admission service, on a registry of its own (so several instances can
  * live in one test process). Labels are bounded: webhook names, operations and a handful of results.
+ * process_* and nodejs_* are prom-client's default metrics, unprefixed like every other exporter's, so
+ * the usual process and runtime dashboards find them; certificate expiry follows cert-manager's
+ * `*_expiration_timestamp_seconds`.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -53,8 +56,8 @@ export class AdmissionMetrics {
       registers,
     });
     this.tlsNotAfter = new Gauge({
-      name: 'kd_admission_tls_certificate_not_after_seconds',
-      help: 'Expiry of the serving certificate in use (Unix time)',
+      name: 'kd_admission_tls_certificate_expiration_timestamp_seconds',
+      help: 'The date after which the serving certificate in use expires, as a Unix timestamp',
       registers,
     });
     this.tlsConnectionsRecycled = new Counter({
@@ -89,7 +92,7 @@ export class AdmissionMetrics {
         if (ready) this.set(ready() ? 1 : 0);
       },
     });
-    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'kd_admission_' });
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
   observe(webhook: string, operation: string, result: RequestResult, seconds: number): void {

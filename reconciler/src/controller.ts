@@ -8,6 +8,7 @@
  */
 import {
   API_VERSION,
+  CONDITION_READY,
   EventRecorder,
   errorMessage,
   isConflict,
@@ -27,7 +28,7 @@ import type { ReconcilerConfig } from './config.js';
 import type { ReconcilerMetrics, WriteKind } from './metrics.js';
 import { Expectations, rvAtLeast } from './expectations.js';
 import type { Leadership } from './leader-election.js';
-import { reconcileCluster, RetryableError, writeKey, type Writes } from './reconcile.js';
+import { reconcileCluster, RetryableError, writeKey, type ReconcileOutcome, type Writes } from './reconcile.js';
 import { reconnectPass, type PodExec } from './reconnect-hook.js';
 import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
 
@@ -46,6 +47,8 @@ export class Controller {
   readonly events: EventRecorder;
   readonly expectations = new Expectations();
   private term: Term | undefined;
+  /** Per key, when the first watch event since its last reconcile arrived (delivery latency). */
+  private readonly changedAt = new Map<string, number>();
 
   constructor(
     private readonly client: KubeClient,
@@ -77,9 +80,9 @@ export class Controller {
     this.queue = new WorkQueue((key, signal) => this.reconcile(key, signal), {
       concurrency: cfg.concurrency,
       maxDelayMs: MAX_REQUEUE_DELAY_MS,
+      observer: metrics.queueObserver(),
       onResult: (key, result, ms, error, retryInMs) => {
-        metrics.reconciles.inc({ result });
-        metrics.reconcileSeconds.observe(ms / 1000);
+        metrics.reconciled(result, ms);
         metrics.queueDepth.set(this.queue.depth);
         if (result === 'aborted') {
           log.info('reconcile cut short: leadership ended', { cluster: key, error: errorMessage(error) });
@@ -90,10 +93,22 @@ export class Controller {
       },
     });
     this.wire();
+    metrics.watch({
+      queueDepth: () => this.queue.depth,
+      inFlight: () => this.queue.inFlight,
+      runningForMs: () => this.queue.runningForMs(),
+      maxConcurrent: () => cfg.concurrency,
+      clusters: () =>
+        this.caches.clusters.list().map((c) => ({
+          ready: c.status?.conditions?.find((x) => x.type === CONDITION_READY)?.status,
+          unsyncedPods: Math.max(0, (c.status?.members?.total ?? 0) - (c.status?.members?.synced ?? 0)),
+        })),
+    });
   }
 
   private enqueue(key: string): void {
     if (!this.term) return;
+    if (!this.changedAt.has(key)) this.changedAt.set(key, Date.now());
     this.queue.add(key);
     this.metrics.queueDepth.set(this.queue.depth);
   }
@@ -177,7 +192,7 @@ export class Controller {
     const { signal, check } = leadership;
     if (signal.aborted) return;
     this.term = { signal, check, client: this.client.scoped({ signal, guard: check }) };
-    this.metrics.leader.set(1);
+    this.metrics.setLeader(true);
     for (const c of this.caches.clusters.list()) this.queue.add(objectKey(c.metadata.namespace, c.metadata.name));
     this.queue.start(signal);
   }
@@ -185,7 +200,8 @@ export class Controller {
   /** Stops taking work; resolves when the reconciles in flight have ended. */
   async stopLeading(): Promise<void> {
     this.term = undefined;
-    this.metrics.leader.set(0);
+    this.changedAt.clear();
+    this.metrics.setLeader(false);
     await this.queue.stop();
   }
 
@@ -242,6 +258,31 @@ export class Controller {
   private async reconcile(key: string, signal: AbortSignal): Promise<{ requeueAfterMs: number } | void> {
     const term = this.term;
     if (!term || term.signal !== signal || signal.aborted) return;
+    // Events during this run start a new measurement; a run that delivers nothing ends this one.
+    const since = this.changedAt.get(key);
+    this.changedAt.delete(key);
+    const restore = () => {
+      if (since !== undefined) this.changedAt.set(key, Math.min(since, this.changedAt.get(key) ?? Infinity));
+    };
+    let pass: { outcome: ReconcileOutcome; requeueAfterMs?: number };
+    try {
+      pass = await this.pass(key, term, signal);
+    } catch (e) {
+      restore();
+      throw e;
+    }
+    if (pass.outcome.deferredMs) restore();
+    else if (since !== undefined && pass.outcome.podsWritten > 0)
+      this.metrics.deliveryLatency.observe((Date.now() - since) / 1000);
+    if (pass.requeueAfterMs !== undefined) return { requeueAfterMs: pass.requeueAfterMs };
+  }
+
+  /** One reconcile of the cluster, then (with --reconnect-hook) its reconnect pass. */
+  private async pass(
+    key: string,
+    term: Term,
+    signal: AbortSignal,
+  ): Promise<{ outcome: ReconcileOutcome; requeueAfterMs?: number }> {
     const writes = this.writes(term);
     // The newest copy of the cluster this pass holds: a write's answer, else the (fresh) cache.
     let latest: KDCluster | undefined;
@@ -272,9 +313,9 @@ export class Controller {
       pendingWrites: (keys) => this.expectations.waitFor(keys),
     });
     // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
-    if (outcome.deferredMs) return { requeueAfterMs: outcome.deferredMs };
+    if (outcome.deferredMs) return { outcome, requeueAfterMs: outcome.deferredMs };
     const cluster = latest ?? clusterFromCache(this.caches, key);
-    if (!this.cfg.reconnectHook || !this.exec || !cluster || cluster.metadata.deletionTimestamp) return;
+    if (!this.cfg.reconnectHook || !this.exec || !cluster || cluster.metadata.deletionTimestamp) return { outcome };
     const next = await reconnectPass(cluster, {
       exec: this.exec,
       world,
@@ -293,7 +334,7 @@ export class Controller {
       onHook: (result) => this.metrics.reconnectHooks.inc({ result }),
       log: this.log,
     });
-    if (next.requeueAfterMs !== undefined) return { requeueAfterMs: next.requeueAfterMs };
+    return { outcome, ...(next.requeueAfterMs !== undefined ? { requeueAfterMs: next.requeueAfterMs } : {}) };
   }
 }
 

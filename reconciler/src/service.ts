@@ -25,7 +25,7 @@ export interface ReconcilerServiceOptions {
 }
 
 export class ReconcilerService {
-  readonly metrics = new ReconcilerMetrics();
+  readonly metrics: ReconcilerMetrics;
   readonly controller: Controller;
   private readonly client: KubeClient;
   private readonly log: Logger;
@@ -37,6 +37,7 @@ export class ReconcilerService {
   constructor(private readonly opts: ReconcilerServiceOptions) {
     const { config, log } = opts;
     this.log = log;
+    this.metrics = new ReconcilerMetrics({ leaseName: config.leaseName });
     this.client = new KubeClient(opts.kubeConfig, `kd-connections-reconciler/${config.identity}`);
     const exec = config.reconnectHook ? new WebSocketPodExec(opts.kubeConfig) : undefined;
     this.controller = new Controller(this.client, config, this.metrics, log, exec);

@@ -26,6 +26,17 @@ export const MAX_REQUEUE_DELAY_MS = 30_000;
 /** `aborted`: the run's signal fired (leadership lost); not retried here, the next leader resyncs. */
 export type RunOutcome = 'success' | 'requeue' | 'error' | 'terminal' | 'aborted';
 
+/**
+ * What client-go's workqueue reports (controller-runtime serves it as workqueue_*): a key taken in, the
+ * time a key waited before a worker took it, the time its work took, a retry after a failure.
+ */
+export interface QueueObserver {
+  added(): void;
+  started(waitedMs: number): void;
+  finished(workedMs: number): void;
+  retried(): void;
+}
+
 export interface QueueOptions {
   concurrency: number;
   baseDelayMs?: number;
@@ -34,6 +45,7 @@ export interface QueueOptions {
   clock?: Clock;
   /** Called after every run, for metrics and logs; `retryInMs`: when it runs again (requeue, error). */
   onResult?: (key: string, outcome: RunOutcome, ms: number, error?: unknown, retryInMs?: number) => void;
+  observer?: QueueObserver;
 }
 
 export class WorkQueue {
@@ -43,6 +55,9 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
   private readonly timers = new Map<string, { timer: TimerHandle; due: number }>();
+  /** When each waiting key was added, and when each key in progress started (for the observer). */
+  private readonly addedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
   private active = 0;
   private running = false;
   private signal: AbortSignal = new AbortController().signal;
@@ -69,14 +84,23 @@ export class WorkQueue {
     return this.active;
   }
 
+  /** How long each key in progress has been running, in ms (workqueue_unfinished_work_seconds). */
+  runningForMs(): number[] {
+    const now = this.clock.now();
+    return [...this.startedAt.values()].map((t) => now - t);
+  }
+
   add(key: string): void {
     if (this.processing.has(key)) {
+      if (!this.dirty.has(key)) this.opts.observer?.added();
       this.dirty.add(key);
       return;
     }
     if (this.queued.has(key)) return;
+    this.opts.observer?.added();
     this.queued.add(key);
     this.queue.push(key);
+    this.addedAt.set(key, this.clock.now());
     this.pump();
   }
 
@@ -134,6 +158,10 @@ export class WorkQueue {
     while (this.running && this.active < this.opts.concurrency && this.queue.length > 0) {
       const key = this.queue.shift()!;
       this.queued.delete(key);
+      const now = this.clock.now();
+      this.opts.observer?.started(now - (this.addedAt.get(key) ?? now));
+      this.addedAt.delete(key);
+      this.startedAt.set(key, now);
       this.processing.add(key);
       this.active++;
       void this.runOne(key);
@@ -171,8 +199,11 @@ export class WorkQueue {
       }
     } finally {
       this.processing.delete(key);
+      this.startedAt.delete(key);
       this.active--;
     }
+    this.opts.observer?.finished(this.clock.now() - started);
+    if (outcome === 'error') this.opts.observer?.retried();
     this.opts.onResult?.(key, outcome, this.clock.now() - started, error, retryIn);
     if (this.dirty.delete(key)) this.add(key);
     else if (retryIn !== undefined && this.running) this.addAfter(key, retryIn);

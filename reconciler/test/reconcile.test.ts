@@ -332,6 +332,9 @@ describe('reconcileCluster', () => {
     expect(conds.map((c) => `${c.type}=${c.status}/${c.reason}`)).toEqual([
       'ConnectionsResolved=False/AppNotFound',
       'ConfigMetaSynced=False/AppNotFound',
+      // The kstatus summary: only the user can fix a missing app.
+      'Ready=False/AppNotFound',
+      'Stalled=True/AppNotFound',
     ]);
     expect(conds[0]!.message).toBe(
       `app "nb" not found in namespace "${NS}" or in the system catalog (namespace "kd-system")`,

@@ -1,6 +1,7 @@
 /**
  * The status a reconcile writes: generator bookkeeping, the connection hash, each
- * connection's state, member counts, and the two conditions. Pure: the reconciler compares the result
+ * connection's state, member counts, the two detailed conditions and the kstatus summary (Ready, and
+ * Reconciling or Stalled while it is not). Pure: the reconciler compares the result
  * with what is stored and writes only a difference.
  */
 import { tooLargeMessage } from './annotation-size.js';
@@ -9,6 +10,10 @@ import type { Condition, ConnectionStatus, KDClusterStatus } from './types.js';
 
 export const CONDITION_CONNECTIONS_RESOLVED = 'ConnectionsResolved';
 export const CONDITION_CONFIGMETA_SYNCED = 'ConfigMetaSynced';
+/** kstatus summary conditions: `kubectl wait --for=condition=Ready`, Flux health checks, Argo CD health. */
+export const CONDITION_READY = 'Ready';
+export const CONDITION_RECONCILING = 'Reconciling';
+export const CONDITION_STALLED = 'Stalled';
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
 
@@ -24,6 +29,11 @@ export function setCondition(conditions: Condition[] | undefined, next: Conditio
   if (i >= 0) list[i] = merged;
   else list.push(merged);
   return list;
+}
+
+/** Drops the condition of that type (kstatus's Reconciling and Stalled are present only while True). */
+export function removeCondition(conditions: Condition[] | undefined, type: string): Condition[] {
+  return (conditions ?? []).filter((c) => c.type !== type);
 }
 
 export interface Delivery {
@@ -159,11 +169,76 @@ export function isDeliveryComplete(d: Delivery | undefined, members: Member[]): 
   );
 }
 
+/**
+ * Reasons of the detailed conditions that retrying cannot clear: the user has to change something (the
+ * app, a connection, the connected objects' size, or recreate pods). kstatus calls that Stalled; anything
+ * else not yet done (a pod write that failed and is retried with backoff) is Reconciling.
+ */
+const NEEDS_USER_ACTION = new Set([
+  'AppNotFound',
+  'Missing',
+  'NotConnectable',
+  'Unlabeled',
+  'ConnectionProblems',
+  'ConfigMetaTooLarge',
+  REASON_MISSING_VOLUME,
+]);
+
+/**
+ * The summary of the two detailed conditions, with kstatus semantics: Ready=True only when every
+ * connection is resolved and every member holds the configmeta of this generation; otherwise Ready=False
+ * with the first failing condition's reason and message, plus Stalled=True (user action needed) or
+ * Reconciling=True (being retried). Every condition carries the generation it describes, so a wait on
+ * Ready does not succeed on the previous generation's answer.
+ */
+export function summaryConditions(
+  connections: ConditionInput,
+  synced: ConditionInput,
+  complete: boolean,
+  generation: number | undefined,
+): { ready: ConditionInput; reconciling?: ConditionInput; stalled?: ConditionInput } {
+  if (connections.status === 'True' && synced.status === 'True' && complete) {
+    return {
+      ready: {
+        type: CONDITION_READY,
+        status: 'True',
+        reason: 'Ready',
+        message: `${connections.message}; ${synced.message}`,
+        observedGeneration: generation,
+      },
+    };
+  }
+  const failing = connections.status !== 'True' ? connections : synced.status !== 'True' ? synced : undefined;
+  const reason = failing?.reason ?? 'DeliveryPending';
+  const message = failing?.message ?? `${synced.message}; waiting for the remaining member pods`;
+  const ready: ConditionInput = {
+    type: CONDITION_READY,
+    status: 'False',
+    reason,
+    message,
+    observedGeneration: generation,
+  };
+  const abnormal = { status: 'True' as const, reason, message, observedGeneration: generation };
+  return NEEDS_USER_ACTION.has(reason)
+    ? { ready, stalled: { type: CONDITION_STALLED, ...abnormal } }
+    : { ready, reconciling: { type: CONDITION_RECONCILING, ...abnormal } };
+}
+
 export function buildStatus(input: StatusInput): KDClusterStatus {
   const prev = input.previous ?? {};
   const complete = !input.appProblem && isDeliveryComplete(input.delivery, input.members);
-  let conditions = setCondition(prev.conditions, connectionsCondition(input), input.now);
-  conditions = setCondition(conditions, syncedCondition(input), input.now);
+  const resolved = connectionsCondition(input);
+  const delivered = syncedCondition(input);
+  const summary = summaryConditions(resolved, delivered, complete, input.generation);
+  let conditions = setCondition(prev.conditions, resolved, input.now);
+  conditions = setCondition(conditions, delivered, input.now);
+  conditions = setCondition(conditions, summary.ready, input.now);
+  conditions = summary.reconciling
+    ? setCondition(conditions, summary.reconciling, input.now)
+    : removeCondition(conditions, CONDITION_RECONCILING);
+  conditions = summary.stalled
+    ? setCondition(conditions, summary.stalled, input.now)
+    : removeCondition(conditions, CONDITION_STALLED);
   const connected = input.connections.filter((c) => c.state === 'Connected').length;
   const ready = input.members.filter((m) => m.ready).length;
   const synced = input.delivery?.synced.length ?? 0;

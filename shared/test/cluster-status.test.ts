@@ -3,6 +3,9 @@ import { describe, expect, it } from '@jest/globals';
 import {
   CONDITION_CONFIGMETA_SYNCED,
   CONDITION_CONNECTIONS_RESOLVED,
+  CONDITION_READY,
+  CONDITION_RECONCILING,
+  CONDITION_STALLED,
   buildStatus,
   isDeliveryComplete,
   setCondition,
@@ -218,5 +221,94 @@ describe('buildStatus', () => {
     expect(isDeliveryComplete({ generator: 1, synced: [], failed: {} }, [])).toBe(true);
     expect(isDeliveryComplete({ generator: 1, synced: ['a', 'b'], failed: { c: 'x' } }, ms)).toBe(false);
     expect(isDeliveryComplete({ generator: 1, synced: ['a', 'b'], failed: {}, tooLargeBytes: 1 }, ms)).toBe(false);
+  });
+});
+
+describe('the kstatus summary (Ready, Reconciling, Stalled)', () => {
+  const types = (s: KDClusterStatus) => s.conditions!.map((c) => c.type);
+
+  it('Ready=True only with every connection resolved and every member holding this generation', () => {
+    const s = buildStatus(input());
+    expect(cond(s, CONDITION_READY)).toEqual({
+      type: 'Ready',
+      status: 'True',
+      reason: 'Ready',
+      message: '2/2 connections connected; configmeta generator 2 written to 2/2 member pods',
+      lastTransitionTime: T0,
+      observedGeneration: 3,
+    });
+    expect(types(s)).not.toContain(CONDITION_RECONCILING);
+    expect(types(s)).not.toContain(CONDITION_STALLED);
+  });
+
+  it('a member still without this generation (no failure): Ready=False, Reconciling=True', () => {
+    const s = buildStatus(input({ delivery: { generator: 2, synced: ['p0'], failed: {} } }));
+    expect(cond(s, CONDITION_READY)).toMatchObject({
+      status: 'False',
+      reason: 'DeliveryPending',
+      observedGeneration: 3,
+    });
+    expect(cond(s, CONDITION_RECONCILING)).toMatchObject({ status: 'True', reason: 'DeliveryPending' });
+    expect(types(s)).not.toContain(CONDITION_STALLED);
+  });
+
+  it('a pod write failed (retried with backoff): Reconciling, not Stalled; cleared once delivered', () => {
+    const failed = buildStatus(
+      input({ delivery: { generator: 2, synced: ['p0'], failed: { p1: 'pod changed since it was read' } } }),
+    );
+    expect(cond(failed, CONDITION_READY)).toMatchObject({ status: 'False', reason: 'PodPatchFailed' });
+    expect(cond(failed, CONDITION_RECONCILING)).toMatchObject({
+      status: 'True',
+      reason: 'PodPatchFailed',
+      message: expect.stringContaining('p1 (pod changed since it was read)'),
+      observedGeneration: 3,
+    });
+    const done = buildStatus(input({ previous: failed, now: T1 }));
+    expect(cond(done, CONDITION_READY)).toMatchObject({ status: 'True', lastTransitionTime: T1 });
+    expect(types(done)).not.toContain(CONDITION_RECONCILING);
+  });
+
+  it.each([
+    ['a missing connection', { connections: [{ kind: 'ConfigMap', name: 'gone', state: 'Missing' }] }, 'Missing'],
+    [
+      'configmeta too large',
+      { delivery: { generator: 2, synced: [], failed: {}, tooLargeBytes: 300_000 } },
+      'ConfigMetaTooLarge',
+    ],
+    [
+      'pods without the configmeta volume',
+      { delivery: { generator: 2, synced: ['p0', 'p1'], failed: {}, missingVolume: ['p1'] } },
+      'PodsMissingConfigMetaVolume',
+    ],
+    ['the app not found', { appProblem: 'app "x" not found', delivery: undefined }, 'AppNotFound'],
+  ] as [string, Partial<StatusInput>, string][])('%s needs the user: Ready=False, Stalled=True', (_, over, reason) => {
+    const s = buildStatus(input(over));
+    expect(cond(s, CONDITION_READY)).toMatchObject({ status: 'False', reason, observedGeneration: 3 });
+    expect(cond(s, CONDITION_STALLED)).toMatchObject({ status: 'True', reason, observedGeneration: 3 });
+    expect(types(s)).not.toContain(CONDITION_RECONCILING);
+  });
+
+  it('connections are reported before delivery when both fail', () => {
+    const s = buildStatus(
+      input({
+        connections: [{ kind: 'Cluster', name: 'ghost', state: 'NotConnectable' }],
+        delivery: { generator: 2, synced: [], failed: { p0: 'x' } },
+      }),
+    );
+    expect(cond(s, CONDITION_READY)).toMatchObject({
+      reason: 'NotConnectable',
+      message: 'cluster ghost: NotConnectable',
+    });
+  });
+
+  it('a new generation re-stamps observedGeneration on Ready, keeping its transition time', () => {
+    const first = buildStatus(input());
+    const next = buildStatus(input({ previous: first, generation: 4, now: T1 }));
+    expect(next.observedGeneration).toBe(4);
+    expect(cond(next, CONDITION_READY)).toMatchObject({
+      status: 'True',
+      observedGeneration: 4,
+      lastTransitionTime: T0,
+    });
   });
 });

@@ -191,6 +191,42 @@ describe('deliveryOutcome and planStatus', () => {
       ?.value;
     expect(status).toMatchObject({ lastNodeID: 1, nodeIDs: { 'kdss-nb-0': 1 } });
   });
+
+  it('Ready follows the failed write to a retried success: only the changed conditions, behind preconditions', async () => {
+    const o = await observe((c) => {
+      c.metadata.generation = 5;
+    });
+    const plan = planReconcile(o, OPTS);
+    const failed = deliveryOutcome(plan, { written: [], failed: { 'kdss-nb-0': 'boom' } }, o).delivery;
+    const first = planStatus(o.cluster, o, undefined, failed);
+    const status = (first.find((op) => op.op !== 'test' && op.path === '/status') as { value: KDCluster['status'] })
+      .value!;
+    const byType = (s: KDCluster['status']) => Object.fromEntries(s!.conditions!.map((c) => [c.type, c]));
+    expect(byType(status)).toMatchObject({
+      Ready: { status: 'False', reason: 'PodPatchFailed', observedGeneration: 5 },
+      Reconciling: { status: 'True', reason: 'PodPatchFailed', observedGeneration: 5 },
+    });
+    expect(status.observedGeneration).toBe(5);
+
+    const after = {
+      ...o,
+      cluster: { ...o.cluster, metadata: { ...o.cluster.metadata, resourceVersion: '9' }, status },
+    };
+    const ok = deliveryOutcome(planReconcile(after, OPTS), { written: ['kdss-nb-0'], failed: {} }, after).delivery;
+    const second = planStatus(after.cluster, after, undefined, ok);
+    expect(second.slice(0, 2)).toEqual([
+      { op: 'test', path: '/metadata/uid', value: o.cluster.metadata.uid },
+      { op: 'test', path: '/metadata/resourceVersion', value: '9' },
+    ]);
+    const conditions = second.find((op) => op.op === 'add' && op.path === '/status/conditions') as {
+      value: NonNullable<KDCluster['status']>['conditions'];
+    };
+    expect(conditions.value!.map((c) => [c.type, c.status])).toEqual([
+      ['ConnectionsResolved', 'True'],
+      ['ConfigMetaSynced', 'True'],
+      ['Ready', 'True'],
+    ]);
+  });
 });
 
 describe('member pods without the configmeta volume', () => {

@@ -97,8 +97,8 @@ function serviceServer(svc: RunningAdmission): Server {
       // The service keeps every log line in this process's memory; drop them between runs.
       svc.clearLogs();
       return {
-        cpuMicros: metricSum(text, 'kd_admission_process_cpu_seconds_total') * 1e6,
-        rssBytes: metricSum(text, 'kd_admission_process_resident_memory_bytes'),
+        cpuMicros: metricSum(text, 'process_cpu_seconds_total') * 1e6,
+        rssBytes: metricSum(text, 'process_resident_memory_bytes'),
         served: metricSum(text, 'kd_admission_requests_total'),
       };
     },

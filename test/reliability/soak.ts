@@ -337,7 +337,7 @@ async function main(): Promise<number> {
         ops,
         failures: failures.length,
         load1: round(loadavg()[0]!, 2),
-        admission: await processSample(admission.pid, am, 'kd_admission_'),
+        admission: await processSample(admission.pid, am, ''),
         reconciler: await processSample(reconciler.child.pid!, rm, ''),
       });
     };

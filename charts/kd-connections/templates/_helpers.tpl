@@ -80,6 +80,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: kd-connections
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "kd.selectorLabels" -}}
@@ -103,7 +106,7 @@ argocd.argoproj.io/sync-wave: {{ . | quote }}
 
 {{- define "kd.image" -}}
 {{- $img := .component.image -}}
-{{- $registry := .ctx.Values.image.registry -}}
+{{- $registry := default .ctx.Values.image.registry (.ctx.Values.global).imageRegistry -}}
 {{- $repo := ternary (printf "%s/%s" $registry $img.repository) $img.repository (ne $registry "") -}}
 {{- if $img.digest -}}
 {{- printf "%s@%s" $repo $img.digest -}}
@@ -112,7 +115,45 @@ argocd.argoproj.io/sync-wave: {{ . | quote }}
 {{- end -}}
 {{- end -}}
 
-{{/* Pod security: the restricted Pod Security Standard plus a read-only root filesystem. ------------- */}}
+{{/* Pod spec shared by both Deployments (called with (dict "ctx" . "values" .Values.<component>)). ----- */}}
+
+{{/* image.pullSecrets and global.imagePullSecrets, each name once. */}}
+{{- define "kd.imagePullSecrets" -}}
+{{- $names := list -}}
+{{- range concat (.ctx.Values.image.pullSecrets | default list) ((.ctx.Values.global).imagePullSecrets | default list) -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- range uniq $names }}
+- name: {{ . }}
+{{- end -}}
+{{- end -}}
+
+{{- define "kd.priorityClassName" -}}
+{{- default (.ctx.Values.global).priorityClassName .values.priorityClassName -}}
+{{- end -}}
+
+{{/* hostNetwork, DNS, pull secrets, priority class and node placement of a component's pod. */}}
+{{- define "kd.podPlacement" -}}
+{{- if .values.hostNetwork }}
+hostNetwork: true
+# Service names still resolve through cluster DNS from the node's network namespace.
+dnsPolicy: ClusterFirstWithHostNet
+{{- end }}
+{{- with include "kd.imagePullSecrets" . }}
+imagePullSecrets:
+  {{- . | nindent 2 }}
+{{- end }}
+{{- with include "kd.priorityClassName" . }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod security for pods other than the two Deployments (whose values set their own): the restricted
+     Pod Security Standard plus a read-only root filesystem. ---------------------------------------- */}}
 
 {{- define "kd.podSecurityContext" -}}
 runAsNonRoot: true
@@ -291,6 +332,7 @@ matchConditions:
 {{- fail (printf "admission.clientAuth.probePort must differ from admission.port (both %d): the probes port is plain HTTP" (int .Values.admission.port)) -}}
 {{- end -}}
 {{- end -}}
+{{- include "kd.validatePodSpecs" . -}}
 {{- if and (gt (int .Values.reconciler.replicas) 1) (not .Values.reconciler.leaderElection.enabled) -}}
 {{- fail "reconciler.replicas > 1 needs reconciler.leaderElection.enabled=true: two reconcilers without a Lease would both write" -}}
 {{- end -}}
@@ -307,5 +349,55 @@ matchConditions:
 --namespaces={{ join "," (uniq .) }}{{ "\n" }}
 {{- end -}}
 --excluded-namespaces={{ join "," (uniq (concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces)) }}
+{{- end -}}
+{{- end -}}
+
+{{/* The pod-spec overrides: combinations the schema cannot state clearly. */}}
+{{- define "kd.validatePodSpecs" -}}
+{{- range $k, $_ := .Values.commonLabels -}}
+{{- if or (hasPrefix "app.kubernetes.io/" $k) (eq $k "helm.sh/chart") -}}
+{{- fail (printf "commonLabels.%s: the chart sets app.kubernetes.io/* and helm.sh/chart itself (selectors and the tests find objects by them); use another key" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- $builtin := dict "admission" (list "tmp" "tls" "client-ca") "reconciler" (list "tmp") -}}
+{{- range $component := list "admission" "reconciler" -}}
+{{- $v := index $.Values $component -}}
+{{- $names := index $builtin $component -}}
+{{- range $v.extraVolumes -}}
+{{- if has .name $names -}}
+{{- fail (printf "%s.extraVolumes: a volume named %q already exists in the pod (the chart uses %s); choose another name" $component .name (join ", " $names)) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq (($v.strategy).type | default "") "Recreate") ($v.strategy).rollingUpdate -}}
+{{- fail (printf "%s.strategy.type=Recreate has no rollingUpdate: also set %s.strategy.rollingUpdate=null (and know that Recreate stops every replica before starting new ones)" $component $component) -}}
+{{- end -}}
+{{- range $sc := list "podSecurityContext" "securityContext" -}}
+{{- $c := index $v $sc | default dict -}}
+{{- if and (hasKey $c "runAsUser") (eq (int (index $c "runAsUser")) 0) (index $c "runAsNonRoot") -}}
+{{- fail (printf "%s.%s.runAsUser=0 contradicts runAsNonRoot=true (the kubelet would refuse to start the container): set runAsNonRoot=false too, or another uid" $component $sc) -}}
+{{- end -}}
+{{- end -}}
+{{- $declared := concat $names (list) -}}
+{{- range $v.extraVolumes }}{{ $declared = append $declared .name }}{{ end -}}
+{{- range $v.extraVolumeMounts -}}
+{{- if not (has .name $declared) -}}
+{{- fail (printf "%s.extraVolumeMounts: %q mounts a volume the pod does not have; add it to %s.extraVolumes" $component .name $component) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.admission.hostNetwork -}}
+{{- $ports := list (int .Values.admission.port) -}}
+{{- if .Values.admission.clientAuth.enabled }}{{ $ports = append $ports (int .Values.admission.clientAuth.probePort) }}{{ end -}}
+{{- range $ports -}}
+{{- if lt . 1024 -}}
+{{- fail (printf "admission.hostNetwork=true needs ports of 1024 or higher (got %d): in the node's network namespace a non-root process cannot bind a lower port" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.reconciler.hostNetwork (has (int .Values.reconciler.metricsPort) $ports) -}}
+{{- fail (printf "admission and reconciler both use port %d on the node's network (hostNetwork=true for both): give reconciler.metricsPort another port" (int .Values.reconciler.metricsPort)) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.reconciler.hostNetwork (lt (int .Values.reconciler.metricsPort) 1024) -}}
+{{- fail (printf "reconciler.hostNetwork=true needs reconciler.metricsPort of 1024 or higher (got %d): in the node's network namespace a non-root process cannot bind a lower port" (int .Values.reconciler.metricsPort)) -}}
 {{- end -}}
 {{- end -}}
