@@ -75,6 +75,8 @@ beforeAll(async () => {
       },
       watchNamespaces: [apps],
       reconciler: { replicas: 0 },
+      // The shared control plane's CRDs belong to the harness (every test file uses them).
+      crds: { install: false, keep: true },
     }),
   );
   // Made before the webhooks exist: a cluster that will be deleted while admission is down, and one to edit.

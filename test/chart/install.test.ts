@@ -61,6 +61,8 @@ const values = () => ({
   webhook: { url: `https://127.0.0.1:${port}`, caBundle, timeoutSeconds: 10 },
   watchNamespaces: [apps],
   reconciler: { replicas: 0 },
+  // The shared control plane's CRDs belong to the harness (every test file uses them).
+  crds: { install: false, keep: true },
 });
 
 const installedManifest = async (): Promise<Doc[]> =>
