@@ -7,6 +7,7 @@
  * Safety: the chart is only ever INSTALLED in url mode with a 127.0.0.1 URL. Service-mode manifests are
  * rendered (helm template) and inspected, never applied, apart from RBAC objects picked out of them.
  */
+import { expect } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +40,21 @@ export async function helmTemplate(
 ): Promise<{ docs: Doc[]; text: string }> {
   const r = ok(await env.helm(['template', release, CHART, '--namespace', namespace, ...args]), 'helm template');
   return { docs: parseDocs(r.stdout), text: r.stdout };
+}
+
+/**
+ * Every rendered object is valid for the real API server: a server-side dry run with strict field
+ * validation (nothing is persisted; webhook configurations' CEL is compiled) answers for each, cleanly.
+ */
+export async function expectServerDryRunClean(env: TestEnv, docs: Doc[]): Promise<void> {
+  const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: docs });
+  const r = await env.kubectl(['apply', '--dry-run=server', '--validate=strict', '-f', '-'], {
+    input: list,
+    namespace: false,
+  });
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(r.stdout.trim().split('\n')).toHaveLength(docs.length);
+  for (const line of r.stdout.trim().split('\n')) expect(line).toMatch(/ \(server dry run\)$/);
 }
 
 export function find(docs: Doc[], kind: string, name?: string): Doc[] {

@@ -308,12 +308,14 @@ describe('the chart installed in url mode', () => {
       'secrets create',
       'secrets[kd-connections-digest-key] get',
     ];
+    const guardEvents = 'events.events.k8s.io create';
     const expected: [string, string, string[]][] = [
       [admissionSA, apps, admissionInApps],
-      [admissionSA, ns, admissionInApps.filter((p) => p.startsWith('kubedirectorapps'))],
+      // The KubeDirector guard's one Warning event, in the release namespace.
+      [admissionSA, ns, [...admissionInApps.filter((p) => p.startsWith('kubedirectorapps')), guardEvents]],
       [admissionSA, 'default', []],
       [reconcilerSA, apps, reconcilerInApps],
-      [reconcilerSA, ns, reconcilerInRelease],
+      [reconcilerSA, ns, [...reconcilerInRelease, guardEvents]],
       [reconcilerSA, 'default', []],
     ];
     for (const [sa, where, rights] of expected) {
