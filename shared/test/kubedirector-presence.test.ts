@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { guardEventTarget } from '../src/k8s/kubedirector-guard.js';
 import { kubeDirectorFindings, kubeDirectorGuardMessage } from '../src/kubedirector-presence.js';
 
 /** kd-connections' own kdcluster schema, as the chart installs it. */
@@ -52,5 +53,18 @@ describe('kubeDirectorFindings', () => {
     expect(m).toMatch(/^kd-connections reconciler is not acting: x\. /);
     expect(m).toContain('set kubedirector.enabled=true');
     expect(m).toContain('--kubedirector-mode=true');
+  });
+});
+
+describe('guardEventTarget', () => {
+  it("is the service's own Pod in the release namespace when the chart runs it, else the kdcluster CRD", () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', namespace: 'kd-system', name: 'kd-admission-0' };
+    expect(guardEventTarget({ POD_NAMESPACE: 'kd-system', POD_NAME: 'kd-admission-0' })).toEqual(pod);
+    expect(guardEventTarget({ POD_NAMESPACE: 'kd-system', KD_IDENTITY: 'kd-admission-0' })).toEqual(pod);
+    expect(guardEventTarget({})).toEqual({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      name: 'kubedirectorclusters.kubedirector.hpe.com',
+    });
   });
 });

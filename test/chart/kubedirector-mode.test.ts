@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { useTestEnv } from '../support/cluster.js';
-import { CRD_DIR } from '../support/crds.js';
+import { CRD_DIR, installCrds } from '../support/crds.js';
 import {
   CHART,
   containerArgs,
@@ -58,6 +58,15 @@ describe('CRDs as templates', () => {
     expect(
       find((await helmTemplate(env, REL, NS, sets({ 'crds.install': false }))).docs, 'CustomResourceDefinition'),
     ).toEqual([]);
+  });
+
+  it("helm refuses to take over CRDs it does not own (here the harness's, applied by kubectl)", async () => {
+    await installCrds(env);
+    const r = await env.helm(['install', 'kd-adopt', CHART, '--namespace', env.namespace, '--dry-run=server']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(
+      /CustomResourceDefinition "kubedirector(apps|clusters)\.kubedirector\.hpe\.com" in namespace "" exists and cannot be imported into the current release: invalid ownership metadata/,
+    );
   });
 
   it('Chart.yaml states the Kubernetes floor; the schema refuses unknown crds.* and kubedirector.* keys', async () => {

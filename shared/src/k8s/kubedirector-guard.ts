@@ -31,11 +31,14 @@ export interface KubeDirectorGuardOptions {
 const GROUP_PATH = '/apis/kubedirector.hpe.com/v1beta1';
 const OPENAPI_PATH = '/openapi/v3/apis/kubedirector.hpe.com/v1beta1';
 
-/** The regarding object of the guard's events: this Pod from the downward API, else the kdcluster CRD. */
+/**
+ * The regarding object of the guard's events: this Pod from the downward API (the event then lands in the
+ * release namespace, where the chart grants events create), else the kdcluster CRD (namespace default).
+ */
 export function guardEventTarget(env: NodeJS.ProcessEnv = process.env): EventTarget {
-  if (env.POD_NAME && env.POD_NAMESPACE) {
-    return { apiVersion: 'v1', kind: 'Pod', namespace: env.POD_NAMESPACE, name: env.POD_NAME };
-  }
+  // The chart gives admission POD_NAME and the reconciler KD_IDENTITY, both the Pod's name.
+  const pod = env.POD_NAME || env.KD_IDENTITY;
+  if (pod && env.POD_NAMESPACE) return { apiVersion: 'v1', kind: 'Pod', namespace: env.POD_NAMESPACE, name: pod };
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
