@@ -186,12 +186,13 @@ export class AdmissionService implements CertificateSink {
 
   /** Starts the caches and the certificate source, then listens (once a certificate is loaded). */
   async start(): Promise<number> {
-    // The first look is done before the first review is answered.
-    await this.guard?.start();
+    // The guard's first look runs beside the start-up and is done before the first review is answered.
+    const guarded = this.guard?.start();
     this.caches.start();
     // Probes answer (not ready) while the certificate and caches load.
     const probePort = await this.probes?.listen();
     await this.source.start(this.server);
+    await guarded;
     const port = await this.server.listen();
     this.log.info('listening', {
       address: this.opts.config.bindAddress,

@@ -201,6 +201,19 @@ describe('the default mode next to KubeDirector (the guard)', () => {
       const line = await reconciler.waitForLog((l) => l.reason === 'KubeDirectorFound', 30_000);
       expect(line.msg).toContain('kd-connections reconciler is not acting');
       expect(line.msg).toContain('set kubedirector.enabled=true');
+      let noted: Doc[] = [];
+      for (let i = 0; i < 50 && noted.length === 0; i++) {
+        const events = await env.kubectl(['get', 'events.events.k8s.io', '-n', 'default', '-o', 'json'], {
+          namespace: false,
+        });
+        noted = (JSON.parse(events.stdout).items as Doc[]).filter(
+          (e) => e.reason === 'KubeDirectorFound' && e.reportingController === 'kd-connections-reconciler',
+        );
+        if (noted.length === 0) await sleep(200);
+      }
+      expect(noted).toHaveLength(1);
+      expect(noted[0]!.type).toBe('Warning');
+      expect(noted[0]!.note).toContain('kd-connections reconciler is not acting');
       await sleep(3_000);
       expect(reconciler.logs().some((l) => /leading|lease acquired|caches synced/i.test(String(l.msg)))).toBe(false);
       const ours = writes(env.cp.info().auditLogPath, {
