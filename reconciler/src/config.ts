@@ -101,6 +101,20 @@ export const RECONCILER_FLAGS = {
     default: false,
     help: 'put Secret values into configmeta (every member pod can read them); off: keys only',
   },
+  'reconnect-hook': {
+    type: 'bool',
+    env: 'KD_RECONNECT_HOOK',
+    default: false,
+    help: "run the app's startscript --reconnect (KubeDirector's hook) in a member once its file holds a new generator; needs pods/exec",
+  },
+  'reconnect-timeout': {
+    type: 'duration',
+    env: 'KD_RECONNECT_TIMEOUT',
+    default: '2m',
+    min: 1000,
+    max: 3_600_000,
+    help: 'a reconnect hook still running after this long is abandoned and counts as failed',
+  },
   'cluster-domain': {
     type: 'string',
     env: 'KD_CLUSTER_DOMAIN',
@@ -146,6 +160,8 @@ export interface ReconcilerConfig {
   identity: string;
   secretConnections: boolean;
   inlineSecretValues: boolean;
+  reconnectHook: boolean;
+  reconnectTimeoutMs: number;
   clusterDomain: string;
   metricsHost: string;
   metricsPort: number;
@@ -214,6 +230,8 @@ export function loadConfig(
     identity: f.identity || `${hostname()}-${randomBytes(3).toString('hex')}`,
     secretConnections: f['secret-connections'],
     inlineSecretValues: f['inline-secret-values'],
+    reconnectHook: f['reconnect-hook'],
+    reconnectTimeoutMs: f['reconnect-timeout'],
     clusterDomain: f['cluster-domain'],
     metricsHost: host,
     metricsPort: port,

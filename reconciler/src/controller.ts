@@ -16,6 +16,7 @@ import {
   LABEL_ROLE,
   objectKey,
   ReverseIndex,
+  splitKey,
   type KDCluster,
   type KubeClient,
   type Logger,
@@ -27,6 +28,7 @@ import type { ReconcilerMetrics, WriteKind } from './metrics.js';
 import { Expectations, rvAtLeast } from './expectations.js';
 import type { Leadership } from './leader-election.js';
 import { reconcileCluster, RetryableError, writeKey, type Writes } from './reconcile.js';
+import { reconnectPass, type PodExec } from './reconnect-hook.js';
 import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
 
 /** One term of leadership as the write path sees it. */
@@ -50,6 +52,8 @@ export class Controller {
     private readonly cfg: ReconcilerConfig,
     private readonly metrics: ReconcilerMetrics,
     private readonly log: Logger,
+    /** Exec into member pods; needed only with --reconnect-hook. */
+    private readonly exec?: PodExec,
   ) {
     this.caches = new Caches({
       client,
@@ -238,10 +242,18 @@ export class Controller {
   private async reconcile(key: string, signal: AbortSignal): Promise<{ requeueAfterMs: number } | void> {
     const term = this.term;
     if (!term || term.signal !== signal || signal.aborted) return;
+    const writes = this.writes(term);
+    // The newest copy of the cluster this pass holds: a write's answer, else the (fresh) cache.
+    let latest: KDCluster | undefined;
+    const world = this.caches.world();
     const outcome = await reconcileCluster(key, {
       getCluster: (ns, name) => this.caches.clusters.get(ns, name),
-      world: this.caches.world(),
-      writes: this.writes(term),
+      world,
+      writes: {
+        ...writes,
+        patchCluster: async (ns, name, ops) => (latest = await writes.patchCluster(ns, name, ops)),
+        patchClusterStatus: async (ns, name, ops) => (latest = await writes.patchClusterStatus(ns, name, ops)),
+      },
       // Events are posted fire-and-forget by the shared recorder; a former leader posts none.
       events: {
         record: (e) => {
@@ -261,5 +273,31 @@ export class Controller {
     });
     // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
     if (outcome.deferredMs) return { requeueAfterMs: outcome.deferredMs };
+    const cluster = latest ?? clusterFromCache(this.caches, key);
+    if (!this.cfg.reconnectHook || !this.exec || !cluster || cluster.metadata.deletionTimestamp) return;
+    const next = await reconnectPass(cluster, {
+      exec: this.exec,
+      world,
+      systemNamespace: this.cfg.systemNamespace,
+      timeoutMs: this.cfg.reconnectTimeoutMs,
+      concurrency: this.cfg.podConcurrency,
+      signal,
+      check: term.check,
+      patchClusterStatus: writes.patchClusterStatus,
+      events: {
+        record: (e) => {
+          term.check();
+          if (!signal.aborted) this.events.record(e);
+        },
+      },
+      onHook: (result) => this.metrics.reconnectHooks.inc({ result }),
+      log: this.log,
+    });
+    if (next.requeueAfterMs !== undefined) return { requeueAfterMs: next.requeueAfterMs };
   }
+}
+
+function clusterFromCache(caches: Caches, key: string): KDCluster | undefined {
+  const { namespace, name } = splitKey(key);
+  return caches.clusters.get(namespace, name);
 }

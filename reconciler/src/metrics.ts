@@ -34,6 +34,12 @@ export class ReconcilerMetrics {
     labelNames: ['informer', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly reconnectHooks = new Counter({
+    name: 'kd_reconciler_reconnect_hooks_total',
+    help: 'Reconnect hook runs (startscript --reconnect) by result: ok, failed (non-zero exit), timeout (abandoned at --reconnect-timeout), error (exec failed)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly leader = new Gauge({
     name: 'kd_reconciler_leader',
     help: '1 while this replica holds the lease',

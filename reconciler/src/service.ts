@@ -19,6 +19,7 @@ import { Controller } from './controller.js';
 import { LeaderElector } from './leader-election.js';
 import { ReconcilerMetrics } from './metrics.js';
 import { startProbeServer, type ProbeServer } from './probe-server.js';
+import { WebSocketPodExec } from './reconnect-hook.js';
 
 export interface ReconcilerServiceOptions {
   config: ReconcilerConfig;
@@ -49,7 +50,8 @@ export class ReconcilerService {
     const { config, log } = opts;
     this.log = log;
     this.client = new KubeClient(opts.kubeConfig, `kd-connections-reconciler/${config.identity}`);
-    this.controller = new Controller(this.client, config, this.metrics, log);
+    const exec = config.reconnectHook ? new WebSocketPodExec(opts.kubeConfig) : undefined;
+    this.controller = new Controller(this.client, config, this.metrics, log, exec);
     this.guard = new KubeDirectorGuard({
       client: this.client,
       log,
@@ -92,6 +94,7 @@ export class ReconcilerService {
       metricsPort: this.probes.port,
       secretConnections: cfg.secretConnections,
       inlineSecretValues: cfg.inlineSecretValues,
+      reconnectHook: cfg.reconnectHook,
     });
     // Nothing is watched, led or written while KubeDirector is found (the probes answer meanwhile).
     await this.untilAllowed();

@@ -47,6 +47,8 @@ describe('reconciler configuration', () => {
       identity: 'r1',
       secretConnections: true,
       inlineSecretValues: false,
+      reconnectHook: false,
+      reconnectTimeoutMs: 120_000,
       clusterDomain: 'cluster.local',
       metricsHost: '0.0.0.0',
       metricsPort: 8080,

@@ -63,10 +63,19 @@ export interface KDAppService {
   [key: string]: unknown;
 }
 
+/** KubeDirector's setup package of a role (or the app's default); its startscript takes --reconnect. */
+export interface ConfigPackage {
+  packageURL?: string;
+  useNewSetupLayout?: boolean;
+  [key: string]: unknown;
+}
+
 export interface KDAppRole {
   id: string;
   cardinality?: string;
   imageRepoTag?: string;
+  /** null: this role has none; absent: the app's defaultConfigPackage. */
+  configPackage?: ConfigPackage | null;
   [key: string]: unknown;
 }
 
@@ -78,6 +87,8 @@ export interface KDAppSpec {
   defaultImageRepoTag?: string;
   /** What this app provides, e.g. "streaming", "training". */
   category?: string;
+  /** The config package of roles that name none (KubeDirector's field). */
+  defaultConfigPackage?: ConfigPackage | null;
   /** Which clusters a cluster of this app may connect to. Absent: any. Empty: none. */
   connectable_to?: ConnectableToEntry[];
   roles?: KDAppRole[];
@@ -156,6 +167,20 @@ export interface MembersStatus {
   synced: number;
 }
 
+/** A member's reconnect hook state (only with the reconnect hook on); tied to the pod's uid. */
+export interface MemberReconnect {
+  uid: string;
+  /** The configmeta generator the app in this member was set up or last reconnected with. */
+  generator: number;
+  /** The generator whose hook last failed, while it fails. */
+  failedGenerator?: number;
+  /** Consecutive failures for failedGenerator (the retry backoff grows with it). */
+  failures?: number;
+  lastFailureTime?: string;
+  /** The failure in words: exit code, timeout or exec error. */
+  message?: string;
+}
+
 export interface KDClusterStatus {
   observedGeneration?: number;
   lastConfigMetaGenerator?: number;
@@ -163,6 +188,8 @@ export interface KDClusterStatus {
   lastNodeID?: number;
   /** Member pod name → its node id, kept for the member's life. */
   nodeIDs?: Record<string, number>;
+  /** Member pod name → its reconnect hook state (only with the reconnect hook on). */
+  memberReconnects?: Record<string, MemberReconnect>;
   connectionsHash?: string;
   connections?: ConnectionStatus[];
   members?: MembersStatus;

@@ -1,0 +1,253 @@
+/**
+ * The reconnect signal's I/O (the decisions are shared's plan-reconnect.ts): read the generator file of
+ * the members that may need the hook (exec `cat` in the `kd-guestconfig` sidecar, which works for app
+ * images without a shell), run KubeDirector's `startscript --reconnect` in the `app` container of those
+ * whose file holds a newer generator, and record the outcome in status with one guarded JSON Patch.
+ *
+ * Unlike KubeDirector (which starts the hook with nohup and never learns how it ended) the run is
+ * waited for, up to --reconnect-timeout; then the stream is dropped and the run counts as failed (the
+ * process may still be running in the container: Kubernetes has no way to signal an exec'd process).
+ * Exec goes over client-node's websocket, not the scoped API client, so leadership is checked before
+ * every exec and its end cuts the streams in flight.
+ */
+import { PassThrough, Writable } from 'node:stream';
+import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
+import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
+import {
+  errorMessage,
+  GENERATOR_FILE,
+  GUESTCONFIG_DIR,
+  GUESTCONFIG_SIDECAR,
+  planReconnectReads,
+  planReconnectRuns,
+  reconnectCondition,
+  reconnectEvents,
+  reconnectMembersOf,
+  reconnectStatusPatch,
+  recordReconnectResults,
+  resolveApp,
+  isConflict,
+  nextReconnectCheckMs,
+  rolesWithConfigPackage,
+  RECONNECT_COMMAND,
+  RECONNECT_CONTAINER,
+  type EventInput,
+  type FileRead,
+  type HookOutcome,
+  type HookResult,
+  type KDCluster,
+  type Logger,
+  type PatchOp,
+  type World,
+} from '@kd-connections/shared';
+import { RetryableError } from './reconcile.js';
+
+/** How an exec ended: the exit code when the command ran to its end, else why not. */
+export interface ExecResult {
+  exitCode?: number;
+  stdout: string;
+  stderr: string;
+  /** Set when the run was abandoned at the bound (milliseconds). */
+  timedOutMs?: number;
+  /** The exec itself failed (pod or container gone, not running, refused). */
+  error?: string;
+}
+
+export interface PodExec {
+  run(
+    namespace: string,
+    pod: string,
+    container: string,
+    command: string[],
+    opts: { timeoutMs: number; signal: AbortSignal },
+  ): Promise<ExecResult>;
+}
+
+const KEEP_CHARS = 4096;
+
+/** A sink keeping the last KEEP_CHARS characters written to it. */
+class TailSink extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.text = (this.text + chunk.toString('utf8')).slice(-KEEP_CHARS);
+    done();
+  }
+}
+
+function exitCodeOf(s: V1Status | undefined): { exitCode?: number; error?: string } {
+  if (!s) return { error: 'the stream closed without a status' };
+  if (s.status === 'Success') return { exitCode: 0 };
+  const cause = s.details?.causes?.find((c) => c.reason === 'ExitCode');
+  const code = Number(cause?.message);
+  if (Number.isInteger(code)) return { exitCode: code };
+  return { error: s.message ?? s.reason ?? 'exec failed' };
+}
+
+function abortError(): Error {
+  return Object.assign(new Error('exec cut short: leadership ended'), { name: 'AbortError' });
+}
+
+/** Exec over the API server's pods/exec subresource (websocket), bounded by a timeout and a signal. */
+export class WebSocketPodExec implements PodExec {
+  constructor(private readonly kc: KubeConfig) {}
+
+  run(...[namespace, pod, container, command, opts]: Parameters<PodExec['run']>): Promise<ExecResult> {
+    const out = new TailSink();
+    const err = new TailSink();
+    // The handler's own streams default to this process's stdio (it ends them on a close frame).
+    const handler = new WebSocketHandler(this.kc, undefined, { stdin: new PassThrough(), stdout: out, stderr: err });
+    let status: V1Status | undefined;
+    return new Promise<ExecResult>((resolve, reject) => {
+      let socket: { terminate(): void } | undefined;
+      let done = false;
+      const finish = (f: () => void) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        opts.signal.removeEventListener('abort', onAbort);
+        socket?.terminate();
+        f();
+      };
+      const onAbort = () => finish(() => reject(abortError()));
+      const timer = setTimeout(
+        () => finish(() => resolve({ stdout: out.text, stderr: err.text, timedOutMs: opts.timeoutMs })),
+        opts.timeoutMs,
+      );
+      if (opts.signal.aborted) return onAbort();
+      opts.signal.addEventListener('abort', onAbort, { once: true });
+      new Exec(this.kc, handler)
+        .exec(namespace, pod, container, command, out, err, null, false, (s) => (status = s))
+        .then((ws) => {
+          if (done) return ws.terminate();
+          socket = ws;
+          ws.on('close', () => finish(() => resolve({ stdout: out.text, stderr: err.text, ...exitCodeOf(status) })));
+        })
+        .catch((e: unknown) => finish(() => resolve({ stdout: '', stderr: '', error: errorMessage(e) })));
+    });
+  }
+}
+
+/** A file read never waits long: the sidecar only has to `cat` a small file. */
+const READ_TIMEOUT_MS = 10_000;
+
+export type HookMetric = 'ok' | 'failed' | 'timeout' | 'error';
+
+export interface ReconnectDeps {
+  exec: PodExec;
+  world: World;
+  systemNamespace: string;
+  timeoutMs: number;
+  concurrency: number;
+  /** Leadership: `check` may abort `signal`; nothing is exec'd once it fired. */
+  signal: AbortSignal;
+  check: () => void;
+  patchClusterStatus(namespace: string, name: string, ops: PatchOp[]): Promise<KDCluster>;
+  events: { record(e: EventInput): void };
+  onHook?: (result: HookMetric) => void;
+  log: Logger;
+  now?: () => Date;
+}
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let i = 0;
+  const worker = async () => {
+    for (let j = i++; j < items.length; j = i++) results[j] = await fn(items[j]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+function execGuarded(d: ReconnectDeps, ...args: Parameters<PodExec['run']>): Promise<ExecResult> {
+  d.check();
+  if (d.signal.aborted) return Promise.reject(abortError());
+  return d.exec.run(...args);
+}
+
+async function readGenerator(d: ReconnectDeps, namespace: string, pod: string): Promise<FileRead> {
+  const file = `${GUESTCONFIG_DIR}/${GENERATOR_FILE}`;
+  const r = await execGuarded(d, namespace, pod, GUESTCONFIG_SIDECAR, ['cat', file], {
+    timeoutMs: Math.min(READ_TIMEOUT_MS, d.timeoutMs),
+    signal: d.signal,
+  });
+  if (r.exitCode === 0) {
+    const text = r.stdout.trim();
+    const n = Number(text);
+    if (/^\d+$/.test(text) && Number.isSafeInteger(n)) return { generator: n };
+    return { error: `${file} holds ${JSON.stringify(text.slice(0, 40))}, not a generator` };
+  }
+  if (r.timedOutMs !== undefined) return { error: `reading ${file} took over ${r.timedOutMs} ms` };
+  return { error: r.error ?? `cat ${file} exited ${r.exitCode}: ${r.stderr.trim().slice(-200)}` };
+}
+
+async function runHook(d: ReconnectDeps, namespace: string, pod: string): Promise<HookOutcome> {
+  const r = await execGuarded(d, namespace, pod, RECONNECT_CONTAINER, RECONNECT_COMMAND, {
+    timeoutMs: d.timeoutMs,
+    signal: d.signal,
+  });
+  const stderrTail = r.stderr.trim().slice(-256);
+  const tail = stderrTail ? { stderrTail } : {};
+  if (r.exitCode === 0) {
+    d.onHook?.('ok');
+    return { ok: true };
+  }
+  if (r.timedOutMs !== undefined) {
+    d.onHook?.('timeout');
+    return { ok: false, timedOutMs: r.timedOutMs, ...tail };
+  }
+  if (r.exitCode !== undefined) {
+    d.onHook?.('failed');
+    return { ok: false, exitCode: r.exitCode, ...tail };
+  }
+  d.onHook?.('error');
+  return { ok: false, error: r.error ?? 'exec failed', ...tail };
+}
+
+/**
+ * One reconnect pass over `cluster` (the newest copy this reconcile holds). Returns when to look again:
+ * a file not swapped yet, or a failed hook's backoff. A refused status write throws (the queue retries).
+ */
+export async function reconnectPass(cluster: KDCluster, d: ReconnectDeps): Promise<{ requeueAfterMs?: number }> {
+  const namespace = cluster.metadata.namespace ?? '';
+  const name = cluster.metadata.name ?? '';
+  const own = await resolveApp(d.world, namespace, cluster.spec ?? {}, d.systemNamespace);
+  // Without the app the roles with a config package are unknown: keep the recorded state as it is.
+  if (!own) return {};
+  const now = (d.now ?? (() => new Date()))();
+  const members = reconnectMembersOf(name, await d.world.podsOf(namespace, name));
+  const reads = planReconnectReads(members, cluster.status?.memberReconnects, rolesWithConfigPackage(own.app), now);
+  const files: Record<string, FileRead> = {};
+  await mapLimit(reads.read, d.concurrency, async (pod) => {
+    files[pod] = await readGenerator(d, namespace, pod);
+  });
+  const runs = planReconnectRuns(reads.record, files);
+  const log = d.log.child({ cluster: `${namespace}/${name}` });
+  for (const [pod, why] of Object.entries(runs.unreadable))
+    log.info('reconnect: cannot read the member generator file; not running its hook', { pod, why });
+  const results: HookResult[] = await mapLimit(runs.run, d.concurrency, async ({ pod, generator }) => ({
+    pod,
+    generator,
+    outcome: await runHook(d, namespace, pod),
+  }));
+  const record = recordReconnectResults(reads.record, results, now);
+  for (const e of reconnectEvents(cluster, members, results)) d.events.record(e);
+  for (const r of results)
+    log[r.outcome.ok ? 'info' : 'warn']('reconnect hook ran', { pod: r.pod, generator: r.generator, ok: r.outcome.ok });
+  const ops = reconnectStatusPatch(
+    cluster,
+    record,
+    reconnectCondition(record, cluster.metadata.generation),
+    now.toISOString(),
+  );
+  if (ops.length > 0) {
+    try {
+      await d.patchClusterStatus(namespace, name, ops);
+    } catch (e) {
+      // The hooks ran; only their record is lost, and the next pass runs them again.
+      if (isConflict(e)) throw new RetryableError(`reconnect state of ${namespace}/${name} moved on since it was read`);
+      throw e;
+    }
+  }
+  const next = nextReconnectCheckMs(members, record, new Set(Object.keys(runs.unreadable)), now);
+  return next === undefined ? {} : { requeueAfterMs: next };
+}

@@ -1,0 +1,321 @@
+/**
+ * The reconnect signal, planned: KubeDirector runs an app's `startscript --reconnect` in a member after
+ * its connections changed (never at setup, where `--configure` runs instead), and only for roles that
+ * have a config package. Here the change is "the member's /etc/guestconfig file holds a newer generator".
+ *
+ * Per member (status.memberReconnects, keyed by pod name, tied to the pod's uid) we keep the generator
+ * its app was set up or last reconnected with:
+ *  - first sighting of a pod (no entry for its uid): the generator annotated on it then is recorded as
+ *    its baseline; no hook — the app starts on that document or a later one, and a later one gets one
+ *    run more rather than one too few (KubeDirector's own preference);
+ *  - a ready member whose annotated generator is above the recorded one has its file read (in the
+ *    sidecar); when the file holds a generator above the recorded one, the hook runs once for it
+ *    (several quick changes: one run, for what the file holds); below or equal: the file has not been
+ *    swapped yet, read again shortly;
+ *  - success records the file's generator; failure keeps the old one, counts it and backs off.
+ * A replaced pod (same name, new uid) starts from a new baseline, so old generators never run again.
+ */
+import { setCondition, type ConditionInput } from './cluster-status.js';
+import { clusterTarget } from './connection-changes.js';
+import type { EventInput, EventTarget } from './k8s/event-recorder.js';
+import { pointer, type PatchOp } from './json-patch.js';
+import { isMemberOf, isPodReady } from './members.js';
+import {
+  ANNOTATION_CONFIGMETA_GENERATOR,
+  LABEL_ROLE,
+  type Condition,
+  type KDApp,
+  type KDCluster,
+  type MemberReconnect,
+  type PodLike,
+} from './types.js';
+
+/** KubeDirector's hook: the app's config package startscript, in the container named `app`. */
+export const RECONNECT_CONTAINER = 'app';
+export const RECONNECT_STARTSCRIPT = '/opt/guestconfig/*/startscript';
+export const RECONNECT_COMMAND = ['sh', '-c', `${RECONNECT_STARTSCRIPT} --reconnect`];
+export const CONDITION_MEMBERS_RECONNECTED = 'MembersReconnected';
+export const REASON_RECONNECT_FAILED = 'ReconnectFailed';
+/** How soon a member whose file still holds an older generator is read again. */
+export const FILE_RECHECK_MS = 1000;
+/** Retry of a failed hook: base · 2^(failures-1), capped. */
+export const RECONNECT_BACKOFF_BASE_MS = 1000;
+export const RECONNECT_BACKOFF_MAX_MS = 5 * 60_000;
+const TAIL_CHARS = 256;
+const LISTED_PODS = 10;
+
+export type MemberReconnects = Record<string, MemberReconnect>;
+
+/** A member pod as the reconnect planner sees it. */
+export interface ReconnectMember {
+  pod: string;
+  uid: string;
+  role: string;
+  ready: boolean;
+  /** The generator annotated on the pod (what it is being delivered); undefined before the first delivery. */
+  delivered?: number;
+}
+
+/** What reading the generator file gave: its generator, or why it could not be read. */
+export type FileRead = { generator: number } | { error: string };
+
+/** How one hook run ended. */
+export type HookOutcome =
+  { ok: true } | { ok: false; exitCode?: number; timedOutMs?: number; error?: string; stderrTail?: string };
+
+export interface HookResult {
+  pod: string;
+  generator: number;
+  outcome: HookOutcome;
+}
+
+/**
+ * The roles whose members get the hook: KubeDirector's rule for config packages — a role's own
+ * `configPackage` when the key is there (null: none), else the app's `defaultConfigPackage`.
+ */
+export function rolesWithConfigPackage(app: KDApp): Set<string> {
+  const fallback = app.spec.defaultConfigPackage != null;
+  const roles = new Set<string>();
+  for (const r of app.spec.roles ?? []) {
+    const has = 'configPackage' in r ? r.configPackage != null : fallback;
+    if (has && typeof r.id === 'string') roles.add(r.id);
+  }
+  return roles;
+}
+
+/** The members of `clusterName` among `pods`, with what the reconnect planner reads of each. */
+export function reconnectMembersOf(clusterName: string, pods: PodLike[]): ReconnectMember[] {
+  return pods
+    .filter((p) => isMemberOf(p, clusterName) && p.metadata.uid)
+    .map((p) => {
+      const text = p.metadata.annotations?.[ANNOTATION_CONFIGMETA_GENERATOR];
+      const n = text === undefined ? NaN : Number(text);
+      return {
+        pod: p.metadata.name ?? '',
+        uid: p.metadata.uid!,
+        role: p.metadata.labels![LABEL_ROLE]!,
+        ready: isPodReady(p),
+        ...(Number.isSafeInteger(n) && n >= 0 ? { delivered: n } : {}),
+      };
+    });
+}
+
+/** Milliseconds until a failing member may be retried (0: now). */
+export function retryInMs(entry: MemberReconnect, now: Date): number {
+  if (!entry.failures || !entry.lastFailureTime) return 0;
+  const delay = Math.min(RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** (entry.failures - 1));
+  return Math.max(0, Date.parse(entry.lastFailureTime) + delay - now.getTime());
+}
+
+export interface ReadPlan {
+  /** The recorded state before any hook: baselines added, entries of gone or replaced pods dropped. */
+  record: MemberReconnects;
+  /** Members whose file must be read: ready, delivered above the recorded generator, not backing off. */
+  read: string[];
+}
+
+/** Step 1: whose file to read. Only members of roles with a config package are tracked. */
+export function planReconnectReads(
+  members: ReconnectMember[],
+  recorded: MemberReconnects | undefined,
+  hookRoles: ReadonlySet<string>,
+  now: Date,
+): ReadPlan {
+  const record: MemberReconnects = {};
+  const read: string[] = [];
+  for (const m of members) {
+    if (!hookRoles.has(m.role)) continue;
+    const prev = recorded?.[m.pod];
+    if (!prev || prev.uid !== m.uid) {
+      if (m.delivered !== undefined) record[m.pod] = { uid: m.uid, generator: m.delivered };
+      continue;
+    }
+    record[m.pod] = prev;
+    if (!m.ready || m.delivered === undefined || m.delivered <= prev.generator) continue;
+    if (retryInMs(prev, now) === 0) read.push(m.pod);
+  }
+  return { record, read: read.sort() };
+}
+
+export interface RunPlan {
+  /** Hooks to run: each member once, for the generator its file holds. */
+  run: { pod: string; generator: number }[];
+  /** Members whose file still holds the recorded generator (or older): read again after FILE_RECHECK_MS. */
+  waiting: string[];
+  /** Members whose file could not be read (no sidecar, not running): pod → why. Not retried by timer. */
+  unreadable: Record<string, string>;
+}
+
+/** Step 2: given what each file read holds, which hooks run. */
+export function planReconnectRuns(record: MemberReconnects, reads: Record<string, FileRead>): RunPlan {
+  const plan: RunPlan = { run: [], waiting: [], unreadable: {} };
+  for (const pod of Object.keys(reads).sort()) {
+    const r = reads[pod]!;
+    const entry = record[pod];
+    if (!entry) continue;
+    if ('error' in r) plan.unreadable[pod] = r.error;
+    else if (r.generator > entry.generator) plan.run.push({ pod, generator: r.generator });
+    else plan.waiting.push(pod);
+  }
+  return plan;
+}
+
+/**
+ * When to look again after a pass: a ready member still behind what it was delivered is read again after
+ * FILE_RECHECK_MS (its file is not swapped yet, or moved on while the hook ran), or when its backoff
+ * ends; `unreadable` members only on the next event. Undefined: nothing pending.
+ */
+export function nextReconnectCheckMs(
+  members: ReconnectMember[],
+  record: MemberReconnects,
+  unreadable: ReadonlySet<string>,
+  now: Date,
+): number | undefined {
+  let next: number | undefined;
+  for (const m of members) {
+    const e = record[m.pod];
+    if (!e || e.uid !== m.uid || !m.ready || unreadable.has(m.pod)) continue;
+    if (m.delivered === undefined || m.delivered <= e.generator) continue;
+    const ms = retryInMs(e, now) || FILE_RECHECK_MS;
+    next = Math.min(next ?? ms, ms);
+  }
+  return next;
+}
+
+/** The failure in words, for status and the condition (no output: that goes to the event only). */
+export function describeFailure(o: HookOutcome): string {
+  if (o.ok) return 'succeeded';
+  if (o.timedOutMs !== undefined) return `no answer within ${o.timedOutMs} ms: abandoned`;
+  if (o.exitCode !== undefined) return `exit code ${o.exitCode}`;
+  return `exec failed: ${(o.error ?? 'unknown error').slice(0, TAIL_CHARS)}`;
+}
+
+/** Step 3: the recorded state after the hooks ran. */
+export function recordReconnectResults(record: MemberReconnects, results: HookResult[], now: Date): MemberReconnects {
+  const next = { ...record };
+  for (const { pod, generator, outcome } of results) {
+    const prev = next[pod];
+    if (!prev) continue;
+    if (outcome.ok) {
+      next[pod] = { uid: prev.uid, generator };
+      continue;
+    }
+    next[pod] = {
+      uid: prev.uid,
+      generator: prev.generator,
+      failedGenerator: generator,
+      failures: (prev.failedGenerator === generator ? (prev.failures ?? 0) : 0) + 1,
+      lastFailureTime: now.toISOString(),
+      message: describeFailure(outcome),
+    };
+  }
+  return next;
+}
+
+/** True while a member's hook for its newest generator has not succeeded after a failure. */
+function failing(e: MemberReconnect): boolean {
+  return e.failedGenerator !== undefined && e.failedGenerator > e.generator;
+}
+
+/** The condition naming the members whose hook fails (first ten, then a count). */
+export function reconnectCondition(record: MemberReconnects, generation: number | undefined): ConditionInput {
+  const bad = Object.keys(record)
+    .filter((p) => failing(record[p]!))
+    .sort();
+  const base = { type: CONDITION_MEMBERS_RECONNECTED, observedGeneration: generation };
+  if (bad.length === 0) {
+    return { ...base, status: 'True', reason: 'NoFailures', message: 'no reconnect hook is failing' };
+  }
+  const listed = bad
+    .slice(0, LISTED_PODS)
+    .map((p) => {
+      const e = record[p]!;
+      return `${p} (generator ${e.failedGenerator}: ${e.message ?? 'failed'}, ${e.failures ?? 1} attempt(s))`;
+    })
+    .join(', ');
+  const more = bad.length > LISTED_PODS ? ` and ${bad.length - LISTED_PODS} more` : '';
+  return {
+    ...base,
+    status: 'False',
+    reason: REASON_RECONNECT_FAILED,
+    message: `${RECONNECT_STARTSCRIPT} --reconnect failed in ${bad.length} member pod(s): ${listed}${more}; retried with backoff`,
+  };
+}
+
+/** One event per hook run, regarding the pod, related to the cluster; failures carry the output's tail. */
+export function reconnectEvents(cluster: KDCluster, members: ReconnectMember[], results: HookResult[]): EventInput[] {
+  const related = clusterTarget(cluster);
+  const uid = new Map(members.map((m) => [m.pod, m.uid]));
+  return results.map(({ pod, generator, outcome }) => {
+    const regarding: EventTarget = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      namespace: cluster.metadata.namespace,
+      name: pod,
+      uid: uid.get(pod),
+    };
+    const what = `${RECONNECT_STARTSCRIPT} --reconnect in pod ${pod} (container ${RECONNECT_CONTAINER}) for configmeta generator ${generator}`;
+    if (outcome.ok)
+      return {
+        regarding,
+        related,
+        type: 'Normal',
+        reason: 'Reconnected',
+        action: 'Reconnect',
+        note: `${what} succeeded`,
+      };
+    const tail = outcome.stderrTail ? `; stderr: ${outcome.stderrTail.slice(-TAIL_CHARS)}` : '';
+    return {
+      regarding,
+      related,
+      type: 'Warning',
+      reason: REASON_RECONNECT_FAILED,
+      action: 'Reconnect',
+      note: `${what} failed: ${describeFailure(outcome)}${tail}`,
+    };
+  });
+}
+
+/**
+ * The /status patch recording `record` and the condition, or [] when status already says it. Guarded
+ * by the uid and the current value of each field it replaces (the resourceVersion when a field is
+ * absent), so a spec edit while hooks ran does not refuse the record of what ran.
+ */
+export function reconnectStatusPatch(
+  cluster: KDCluster,
+  record: MemberReconnects,
+  condition: ConditionInput,
+  now: string,
+): PatchOp[] {
+  const status = cluster.status;
+  const conditions: Condition[] = setCondition(status?.conditions, condition, now);
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  const changes: PatchOp[] = [];
+  const guard: PatchOp[] = [];
+  const field = (key: 'memberReconnects' | 'conditions', value: unknown) => {
+    const current = status?.[key];
+    if (same(current, value)) return;
+    if (current === undefined) {
+      if (cluster.metadata.resourceVersion)
+        guard.push({ op: 'test', path: '/metadata/resourceVersion', value: cluster.metadata.resourceVersion });
+    } else guard.push({ op: 'test', path: pointer('status', key), value: current });
+    changes.push({ op: 'add', path: pointer('status', key), value });
+  };
+  if (!status) {
+    if (!cluster.metadata.resourceVersion) throw new Error('refusing an unguarded /status patch: no resourceVersion');
+    return [
+      ...uidTest(cluster),
+      { op: 'test', path: '/metadata/resourceVersion', value: cluster.metadata.resourceVersion },
+      { op: 'add', path: '/status', value: { memberReconnects: record, conditions } },
+    ];
+  }
+  field('memberReconnects', record);
+  field('conditions', conditions);
+  if (changes.length === 0) return [];
+  const unique = guard.filter((g, i) => guard.findIndex((h) => same(h, g)) === i);
+  return [...uidTest(cluster), ...unique, ...changes];
+}
+
+function uidTest(cluster: KDCluster): PatchOp[] {
+  return cluster.metadata.uid ? [{ op: 'test', path: '/metadata/uid', value: cluster.metadata.uid }] : [];
+}
