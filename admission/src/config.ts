@@ -29,6 +29,8 @@ export interface AdmissionConfig {
   kubeconfig: string | undefined;
   systemNamespace: string;
   secretConnections: boolean;
+  /** Next to KubeDirector: validate only (no mutation), and no guard against KubeDirector. */
+  kubedirectorMode: boolean;
   logLevel: LogLevel;
   /** Readiness is false this long before the listener closes, so endpoints can drop the pod first. */
   shutdownDelayMs: number;
@@ -114,6 +116,12 @@ export const ADMISSION_FLAGS = {
     env: 'KD_SECRET_CONNECTIONS',
     default: true,
     help: 'allow Secret connections; false refuses them and Secrets are not watched',
+  },
+  'kubedirector-mode': {
+    type: 'bool',
+    env: 'KD_KUBEDIRECTOR_MODE',
+    default: false,
+    help: 'run next to KubeDirector: its CRDs, validation only, no mutation (false: refuse to act when KubeDirector is found)',
   },
   'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
   'shutdown-delay': {
@@ -332,6 +340,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     kubeconfig: f.kubeconfig,
     systemNamespace: f['system-namespace'] ?? (env.POD_NAMESPACE || 'kd-system'),
     secretConnections: f['secret-connections'],
+    kubedirectorMode: f['kubedirector-mode'],
     logLevel: parseLogLevel(level),
     shutdownDelayMs: f['shutdown-delay'],
     shutdownTimeoutMs: f['shutdown-timeout'],

@@ -6,7 +6,16 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { CachedLookup, errorMessage, KubeClient, liveGet, type Logger } from '@kd-connections/shared';
+import {
+  CachedLookup,
+  errorMessage,
+  EventRecorder,
+  guardEventTarget,
+  KubeClient,
+  KubeDirectorGuard,
+  liveGet,
+  type Logger,
+} from '@kd-connections/shared';
 import { createApp, type Readiness } from './app.js';
 import { AdmissionCaches } from './caches.js';
 import type { AdmissionConfig } from './config.js';
@@ -67,6 +76,8 @@ export class AdmissionService implements CertificateSink {
   readonly caches: AdmissionCaches;
   readonly server: AdmissionServer;
   readonly probes: ProbeServer | undefined;
+  /** The default mode's refusal to act next to KubeDirector; none in kubedirector mode. */
+  readonly guard: KubeDirectorGuard | undefined;
   private readonly client: KubeClient;
   private readonly source: CertificateSource;
   private readonly log: Logger;
@@ -91,11 +102,31 @@ export class AdmissionService implements CertificateSink {
     const lookup = new CachedLookup(this.caches.stores, liveGet(this.client), (kind, source) =>
       this.metrics.lookups.inc({ kind, source }),
     );
+    const identity = opts.identity ?? defaultIdentity();
+    this.guard = config.kubedirectorMode
+      ? undefined
+      : new KubeDirectorGuard({
+          client: this.client,
+          log,
+          events: new EventRecorder({
+            client: this.client,
+            controller: 'kd-connections-admission',
+            instance: identity,
+            log,
+          }),
+          regarding: guardEventTarget(),
+          component: 'kd-connections admission',
+        });
     const app = createApp({
       webhooks: WEBHOOKS,
       deps: {
         lookup,
-        rules: { systemNamespace: config.systemNamespace, secretConnections: config.secretConnections },
+        rules: {
+          systemNamespace: config.systemNamespace,
+          secretConnections: config.secretConnections,
+          kubedirector: config.kubedirectorMode,
+        },
+        refusal: () => this.guard?.refusal,
       },
       namespaces: {
         only: config.namespaces,
@@ -130,7 +161,7 @@ export class AdmissionService implements CertificateSink {
     this.source =
       opts.certificateSource ??
       (config.tlsMode === 'bootstrap'
-        ? bootstrapSource(config, opts.kubeConfig, log, opts.identity ?? defaultIdentity())
+        ? bootstrapSource(config, opts.kubeConfig, log, identity)
         : new FileCertificateSource({
             certFile: config.tlsCertFile,
             keyFile: config.tlsKeyFile,
@@ -155,10 +186,13 @@ export class AdmissionService implements CertificateSink {
 
   /** Starts the caches and the certificate source, then listens (once a certificate is loaded). */
   async start(): Promise<number> {
+    // The guard's first look runs beside the start-up and is done before the first review is answered.
+    const guarded = this.guard?.start();
     this.caches.start();
     // Probes answer (not ready) while the certificate and caches load.
     const probePort = await this.probes?.listen();
     await this.source.start(this.server);
+    await guarded;
     const port = await this.server.listen();
     this.log.info('listening', {
       address: this.opts.config.bindAddress,
@@ -168,6 +202,7 @@ export class AdmissionService implements CertificateSink {
       namespaces: this.opts.config.namespaces.length > 0 ? this.opts.config.namespaces : 'all',
       excludedNamespaces: this.opts.config.excludedNamespaces,
       secretConnections: this.opts.config.secretConnections,
+      mode: this.opts.config.kubedirectorMode ? 'kubedirector' : 'default',
       clientCertificates: this.opts.config.clientCaFile !== undefined ? 'required' : 'off',
       ...(probePort !== undefined ? { probePort } : {}),
     });
@@ -183,6 +218,7 @@ export class AdmissionService implements CertificateSink {
     const { forced } = await this.server.shutdown(shutdownTimeoutMs);
     await this.probes?.close();
     this.source.stop();
+    this.guard?.stop();
     await this.caches.stop().catch((e) => this.log.warn('stopping caches failed', { error: errorMessage(e) }));
     this.client.close();
     this.log.info('stopped', { forced });

@@ -4,6 +4,7 @@
  * allowed unchanged: the configuration decides what is sent, and refusing what we do not understand
  * would turn a configuration slip into an outage.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { AppLookup, RuleOptions } from '@kd-connections/shared';
 import {
   toResponse,
@@ -17,7 +18,10 @@ import { ALL_NAMESPACES, outOfScope, type NamespaceScope } from './namespace-sco
 
 export interface WebhookDeps {
   lookup: AppLookup;
+  /** rules.kubedirector: next to KubeDirector, the mutating webhooks change nothing. */
   rules: RuleOptions;
+  /** Why this installation must not act now (the default mode's KubeDirector guard); undefined: act. */
+  refusal?: () => string | undefined;
 }
 
 export type Operation = 'CREATE' | 'UPDATE';
@@ -165,8 +169,29 @@ export async function runWebhook(
 ): Promise<WebhookResult> {
   const decision =
     outOfScope(review.request, scope, webhook.name === 'validate-kdapp') ??
+    standDown(webhook, review.request, deps) ??
     (await decide(webhook, review.request, deps));
   return { review: toResponse(review, decision), decision };
+}
+
+/**
+ * Next to KubeDirector the mutating webhooks change nothing (KubeDirector's schema prunes the generator,
+ * and it delivers configmeta). While the default mode's guard refuses, mutation stops and the validating
+ * webhooks deny every write they would judge with the guard's sentence (what was found, what to set): a
+ * webhook at failurePolicy Fail cannot stand aside silently, and admitting unchecked connections would
+ * be worse. Deletions in progress and updates that leave spec alone still pass, as they always do.
+ */
+function standDown(webhook: Webhook, request: AdmissionRequest, deps: WebhookDeps): Decision | undefined {
+  const mutating = webhook.name.startsWith('mutate-');
+  if (mutating && deps.rules.kubedirector) return allow('kubedirector mode: nothing is mutated');
+  const refusal = deps.refusal?.();
+  if (refusal === undefined) return undefined;
+  if (mutating) return allow('not acting: KubeDirector found');
+  const object = request.object as { metadata?: { deletionTimestamp?: unknown }; spec?: unknown } | undefined;
+  const old = request.oldObject as { spec?: unknown } | undefined;
+  if (!isObject(object) || object.metadata?.deletionTimestamp) return undefined;
+  if (request.operation === 'UPDATE' && isObject(old) && isDeepStrictEqual(object.spec, old.spec)) return undefined;
+  return reject(403, refusal);
 }
 
 async function decide(webhook: Webhook, request: AdmissionRequest, deps: WebhookDeps): Promise<Decision> {

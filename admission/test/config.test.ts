@@ -12,6 +12,7 @@ describe('configuration', () => {
       kubeconfig: undefined,
       systemNamespace: 'kd-system',
       secretConnections: true,
+      kubedirectorMode: false,
       logLevel: 'info',
       shutdownDelayMs: 0,
       shutdownTimeoutMs: 25_000,
@@ -273,5 +274,14 @@ describe('configuration through the shared flag layer', () => {
     expect(usage()).toMatch(/^Usage: kd-connections-admission \[flags\]/);
     expect(usage()).toContain('  --port int');
     expect(usage()).toContain('[default 9443, $KD_ADMISSION_PORT]');
+  });
+
+  it('--kubedirector-mode (or KD_KUBEDIRECTOR_MODE) turns on running next to KubeDirector', () => {
+    expect((parseConfig(['--kubedirector-mode=true'], {}) as { kubedirectorMode: boolean }).kubedirectorMode).toBe(
+      true,
+    );
+    expect((parseConfig([], { KD_KUBEDIRECTOR_MODE: 'true' }) as { kubedirectorMode: boolean }).kubedirectorMode).toBe(
+      true,
+    );
   });
 });

@@ -341,3 +341,89 @@ describe('the envelope', () => {
     );
   });
 });
+
+describe('one apply names every problem (the mutating webhook answers before the schema)', () => {
+  it('mutate-kdcluster denies with every problem when the schema would refuse some of them first', async () => {
+    const review = fixture('validate-kdcluster-create-many-problems');
+    const mutated = await run(mutateKdCluster, review);
+    const validated = await run(validateKdCluster, fixture('validate-kdcluster-create-many-problems'));
+    expect(mutated.response.allowed).toBe(false);
+    // The same answer, every line, as the validating webhook would give if the schema let it speak.
+    expect(mutated.response.status).toEqual(validated.response.status);
+    expect(mutated.response.status?.message).toContain('(8 problems)');
+    expect(mutated.response.patch).toBeUndefined();
+  });
+
+  it('mutate-kdcluster leaves it to the schema when the schema names every problem itself', async () => {
+    const review = fixture('mutate-kdcluster-create-with-connections');
+    const spec = (review.request.object as { spec: { connections: { clusters: string[] } } }).spec;
+    const name = review.request.name as string;
+    spec.connections.clusters = [...spec.connections.clusters, ...spec.connections.clusters, name];
+    const { response } = await run(mutateKdCluster, review);
+    // A repeat and a self-connection and nothing else: the API server's schema answer is complete.
+    expect(response.allowed).toBe(true);
+  });
+
+  it('mutate-kdcluster looks nothing up and patches as before when the schema has nothing to refuse', async () => {
+    const review = fixture('validate-kdcluster-create-denied');
+    const { response, world } = await run(mutateKdCluster, review);
+    // Only lookup-based problems: left to the validating webhook, which runs after the schema.
+    expect(response.allowed).toBe(true);
+    expect(world.liveCalls).toEqual([]);
+  });
+});
+
+describe('kubedirector mode and the KubeDirector guard', () => {
+  it('kubedirector mode: validating answers are the default mode answers, word for word', async () => {
+    for (const name of ['validate-kdcluster-create-denied', 'validate-kdcluster-create-many-problems']) {
+      const plain = await run(validateKdCluster, fixture(name));
+      const kd = await run(validateKdCluster, fixture(name), exampleWorld(), { kubedirector: true });
+      expect(kd.response).toEqual(plain.response);
+    }
+  });
+
+  it('kubedirector mode: the mutating webhooks change nothing', async () => {
+    const { response } = await run(
+      mutateKdCluster,
+      fixture('mutate-kdcluster-create-with-connections'),
+      exampleWorld(),
+      { kubedirector: true },
+    );
+    expect(response).toEqual({ uid: expect.any(String), allowed: true });
+  });
+
+  it('while the guard refuses: validating webhooks deny with its sentence, mutation stops, deletions and unchanged specs pass', async () => {
+    const refusal = 'kd-connections admission is not acting: … set kubedirector.enabled=true …';
+    const world = exampleWorld();
+    const deps = { ...world.deps({}), refusal: () => refusal };
+    const denied = await runWebhook(validateKdCluster, fixture('mutate-kdcluster-create-with-connections'), deps);
+    expect(denied.review.response.allowed).toBe(false);
+    expect(denied.review.response.status?.message).toBe(refusal);
+    const app = fixture('validate-kdcluster-create-denied');
+    expect(
+      (
+        await runWebhook(
+          validateKdApp,
+          {
+            ...app,
+            request: {
+              ...app.request,
+              kind: { group: 'kubedirector.hpe.com', version: 'v1beta1', kind: 'KubeDirectorApp' },
+            },
+          },
+          deps,
+        )
+      ).review.response.allowed,
+    ).toBe(false);
+    const mutated = await runWebhook(mutateKdCluster, fixture('mutate-kdcluster-create-with-connections'), deps);
+    expect(mutated.review.response).toEqual({ uid: expect.any(String), allowed: true });
+    const update = fixture('mutate-kdcluster-update-reordered');
+    const unchanged = structuredClone(update);
+    (unchanged.request as { object: unknown }).object = structuredClone(unchanged.request.oldObject);
+    expect((await runWebhook(validateKdCluster, unchanged, deps)).review.response.allowed).toBe(true);
+    const deleting = structuredClone(update);
+    (deleting.request.object as { metadata: Record<string, unknown> }).metadata.deletionTimestamp =
+      '2026-01-01T00:00:00Z';
+    expect((await runWebhook(validateKdCluster, deleting, deps)).review.response.allowed).toBe(true);
+  });
+});

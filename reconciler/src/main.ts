@@ -20,16 +20,22 @@ const log = createLogger({ component: 'reconciler', level: cfg.logLevel });
 const kubeConfig = new KubeConfig();
 if (cfg.kubeconfig) kubeConfig.loadFromFile(cfg.kubeconfig);
 else kubeConfig.loadFromDefault();
-const service = new ReconcilerService({ config: cfg, kubeConfig, log });
+const service = new ReconcilerService({
+  config: cfg,
+  kubeConfig,
+  log,
+  // KubeDirector appeared while working: stop writing and exit, so that the restart waits at the guard.
+  onRefused: () => void shutdown('KubeDirectorFound', 3),
+});
 
 let stopping = false;
-const shutdown = async (signal: string) => {
+const shutdown = async (signal: string, code = 0) => {
   if (stopping) return;
   stopping = true;
   log.info('shutting down', { signal });
   await service.stop();
   await flushLogs();
-  process.exit(0);
+  process.exit(code);
 };
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));

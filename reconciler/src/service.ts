@@ -5,7 +5,14 @@
  * included, when it stops leading.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, KubeClient, type Logger } from '@kd-connections/shared';
+import {
+  errorMessage,
+  EventRecorder,
+  guardEventTarget,
+  KubeClient,
+  KubeDirectorGuard,
+  type Logger,
+} from '@kd-connections/shared';
 import type { Clock } from './clock.js';
 import type { ReconcilerConfig } from './config.js';
 import { Controller } from './controller.js';
@@ -22,6 +29,8 @@ export interface ReconcilerServiceOptions {
   clock?: Clock;
   /** How long start() waits for the caches to fill; default 10 minutes. */
   syncTimeoutMs?: number;
+  /** Called when the KubeDirector guard starts refusing after work began (main stops the process). */
+  onRefused?: (why: string) => void;
 }
 
 export class ReconcilerService {
@@ -33,6 +42,9 @@ export class ReconcilerService {
   /** Without leader election this replica leads until it stops. */
   private solo: AbortController | undefined;
   private probes: ProbeServer | undefined;
+  /** Refuses to act while KubeDirector's CRDs or operator are there (it delivers configmeta itself). */
+  readonly guard: KubeDirectorGuard;
+  private working = false;
 
   constructor(private readonly opts: ReconcilerServiceOptions) {
     const { config, log } = opts;
@@ -41,6 +53,30 @@ export class ReconcilerService {
     this.client = new KubeClient(opts.kubeConfig, `kd-connections-reconciler/${config.identity}`);
     const exec = config.reconnectHook ? new WebSocketPodExec(opts.kubeConfig) : undefined;
     this.controller = new Controller(this.client, config, this.metrics, log, exec);
+    this.guard = new KubeDirectorGuard({
+      client: this.client,
+      log,
+      events: new EventRecorder({
+        client: this.client,
+        controller: 'kd-connections-reconciler',
+        instance: config.identity,
+        log,
+      }),
+      regarding: guardEventTarget(),
+      component: 'kd-connections reconciler',
+      onChange: (why) => {
+        if (why && this.working) this.opts.onRefused?.(why);
+      },
+    });
+  }
+
+  /** Resolves once the guard lets this service act (at once, unless KubeDirector is found). */
+  private async untilAllowed(): Promise<void> {
+    await this.guard.start();
+    while (this.guard.refusal !== undefined) {
+      await new Promise((r) => setTimeout(r, 5_000));
+      await this.guard.check();
+    }
   }
 
   /** Serves the probes, fills the caches, then campaigns for the lease (or leads). Returns the probe port. */
@@ -61,6 +97,9 @@ export class ReconcilerService {
       inlineSecretValues: cfg.inlineSecretValues,
       reconnectHook: cfg.reconnectHook,
     });
+    // Nothing is watched, led or written while KubeDirector is found (the probes answer meanwhile).
+    await this.untilAllowed();
+    this.working = true;
     this.controller.caches.start();
     await this.controller.caches.waitForSync(this.opts.syncTimeoutMs ?? 10 * 60_000);
 
@@ -88,6 +127,7 @@ export class ReconcilerService {
 
   /** Lets the reconciles in flight finish, releases the lease, stops the caches and the probe server. */
   async stop(): Promise<void> {
+    this.guard.stop();
     await this.controller.stopLeading();
     await this.elector?.stop();
     this.solo?.abort();

@@ -31,3 +31,5 @@ export * from './k8s/namespaced-cache.js';
 export * from './k8s/event-recorder.js';
 export * from './k8s/cached-lookup.js';
 export * from './flags.js';
+export * from './kubedirector-presence.js';
+export * from './k8s/kubedirector-guard.js';

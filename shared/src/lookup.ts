@@ -30,6 +30,8 @@ export interface RuleOptions {
   systemNamespace: string;
   /** When false, Secret connections are refused (the installation does not read Secrets). Default true. */
   secretConnections?: boolean;
+  /** Next to KubeDirector, which delivers every connection in the spec (messages say so). Default false. */
+  kubedirector?: boolean;
 }
 
 export interface ResolvedApp {

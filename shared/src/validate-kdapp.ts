@@ -65,14 +65,34 @@ export async function validateApp(review: AppReview, lookup: AppLookup, opts: Ru
   const warnings: string[] = [];
   if (errors.length === 0 && (operation === 'CREATE' || oldObject?.spec)) {
     const forbidden = await newlyForbidden(object, operation === 'UPDATE' ? oldObject : undefined, lookup, opts);
-    if (forbidden.length > 0) {
-      warnings.push(
-        `connectable_to of app "${object.metadata.name}" now forbids ${forbidden.length} existing connection(s): ${forbidden.join('; ')}. ` +
-          "They stay in the clusters' specs but are left out of configmeta (status NotConnectable) until allowed again",
-      );
-    }
+    if (forbidden.length > 0) warnings.push(forbiddenWarning(object.metadata.name ?? '', forbidden, opts));
   }
   return { errors, warnings };
+}
+
+/**
+ * The warning about connections an app change forbids. It goes to whoever changes the app, who may not be
+ * allowed to see kdclusters in other namespaces (a system-catalog app is used from every namespace): those
+ * are only counted, never named, so the answer reveals no namespace or cluster name the requester could
+ * not list. Connections in the app's own namespace are named.
+ */
+function forbiddenWarning(app: string, forbidden: ForbiddenConnection[], opts: RuleOptions): string {
+  const named = forbidden.filter((f) => f.local).map((f) => f.text);
+  const elsewhere = forbidden.length - named.length;
+  const hidden =
+    `${elsewhere} in other namespaces (not named: this answer goes to whoever changes the app, who may not see ` +
+    `those clusters; an administrator lists them with kubectl get kdclusters -A)`;
+  const what = named.length === 0 ? `: ${hidden}` : `: ${named.join('; ')}${elsewhere > 0 ? `; and ${hidden}` : ''}`;
+  const tail = opts.kubedirector
+    ? "They stay in the clusters' specs and KubeDirector keeps delivering them; remove them from those specs"
+    : "They stay in the clusters' specs but are left out of configmeta (status NotConnectable) until allowed again";
+  return `connectable_to of app "${app}" now forbids ${forbidden.length} existing connection(s)${what}. ${tail}`;
+}
+
+interface ForbiddenConnection {
+  text: string;
+  /** In the app's own namespace. */
+  local: boolean;
 }
 
 /**
@@ -84,7 +104,7 @@ async function newlyForbidden(
   old: KDApp | undefined,
   appLookup: AppLookup,
   opts: RuleOptions,
-): Promise<string[]> {
+): Promise<ForbiddenConnection[]> {
   const appNs = app.metadata.namespace ?? '';
   // Clusters resolve their app as if this one were stored already (on CREATE it is not yet).
   const lookup: Pick<Lookup, 'getApp' | 'getCluster'> = {
@@ -94,7 +114,7 @@ async function newlyForbidden(
   };
   // A system-catalog app can be used from any namespace; a local one only from its own.
   const clusters = await appLookup.listClusters(appNs === opts.systemNamespace ? undefined : appNs);
-  const out: string[] = [];
+  const out: ForbiddenConnection[] = [];
   for (const c of clusters) {
     if (c.spec?.app !== app.metadata.name) continue;
     const cns = c.metadata.namespace ?? '';
@@ -107,7 +127,10 @@ async function newlyForbidden(
       if (!tApp) continue;
       const allowedBefore = !old || isConnectable(old.spec, tApp.app.spec).allowed;
       if (allowedBefore && !isConnectable(app.spec, tApp.app.spec).allowed) {
-        out.push(`${cns}/${c.metadata.name} → cluster "${target}" (${describeApp(tApp.app)})`);
+        out.push({
+          text: `${cns}/${c.metadata.name} → cluster "${target}" (${describeApp(tApp.app)})`,
+          local: cns === appNs,
+        });
       }
     }
   }

@@ -93,23 +93,12 @@ async function checkList(list: ConnectionList, value: unknown, ctx: ListContext)
   const seen = new Map<string, number>();
   for (const [i, item] of items.entries()) {
     const field = `spec.connections.${list}[${i}]`;
-    const bad = invalidObjectName(item);
-    if (bad) {
-      errors.push({ field, message: `${JSON.stringify(item)} ${bad}` });
+    const problem = entryProblem(list, item, i, seen, ctx.self);
+    if (problem) {
+      errors.push(problem);
       continue;
     }
     const n = item as string;
-    const first = seen.get(n);
-    if (first !== undefined) {
-      errors.push({ field, message: `duplicate entry "${n}" (also at index ${first})` });
-      continue;
-    }
-    seen.set(n, i);
-    // Lookup-free, and also a CEL rule: refused even when it was there before.
-    if (list === 'clusters' && n === ctx.self) {
-      errors.push({ field, message: selfConnectionMessage(n) });
-      continue;
-    }
     const added = !ctx.before[list].has(n);
     const verdict = await checkConnection(list, n, ctx, ctx.lookup, ctx.opts);
     if (verdict.state !== 'Connected') {
@@ -119,6 +108,55 @@ async function checkList(list: ConnectionList, value: unknown, ctx: ListContext)
       warnings.push(`${field}: ${verdict.note}`);
     }
   }
+}
+
+/**
+ * What is wrong with one list entry without looking anything up: its name, a repeat (`seen` collects
+ * the names so far), a self-connection (also a CEL rule: refused even when it was there before).
+ */
+function entryProblem(
+  list: ConnectionList,
+  item: unknown,
+  i: number,
+  seen: Map<string, number>,
+  self: string,
+): FieldError | undefined {
+  const field = `spec.connections.${list}[${i}]`;
+  const bad = invalidObjectName(item);
+  if (bad) return { field, message: `${JSON.stringify(item)} ${bad}` };
+  const n = item as string;
+  const first = seen.get(n);
+  if (first !== undefined) return { field, message: `duplicate entry "${n}" (also at index ${first})` };
+  seen.set(n, i);
+  if (list === 'clusters' && n === self) return { field, message: selfConnectionMessage(n) };
+  return undefined;
+}
+
+/**
+ * The problems the kdcluster CRD's schema and CEL rules refuse on their own (names, repeats in the
+ * set-type lists, self-connection, a generator lowered or of the wrong type). The API server checks the
+ * schema after the mutating webhooks and before the validating ones, so when one of these is present
+ * the validating webhook never sees the request: the mutating webhook uses this to know when it must
+ * answer with every problem itself. Empty for a deletion in progress or an update that keeps spec.
+ */
+export function lookupFreeErrors(review: ClusterReview): FieldError[] {
+  const { object, oldObject, operation } = review;
+  const spec = object.spec;
+  if (object.metadata?.deletionTimestamp || spec === undefined || spec === null || typeof spec !== 'object') return [];
+  const oldSpec = operation === 'UPDATE' ? oldObject?.spec : undefined;
+  if (operation === 'UPDATE' && oldSpec && isDeepStrictEqual(spec, oldSpec)) return [];
+  const errors: FieldError[] = [];
+  const self = object.metadata?.name ?? '';
+  for (const list of CONNECTION_LISTS) {
+    const value: unknown = spec.connections?.[list];
+    const seen = new Map<string, number>();
+    (Array.isArray(value) ? value : []).forEach((item: unknown, i) => {
+      const problem = entryProblem(list, item, i, seen, self);
+      if (problem) errors.push(problem);
+    });
+  }
+  errors.push(...checkGenerator(oldSpec?.configMetaGenerator, spec.configMetaGenerator));
+  return errors;
 }
 
 /** configMetaGenerator counts requested regenerations: a client may raise it (a forced refresh), never lower it. */

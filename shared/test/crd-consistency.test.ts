@@ -1,5 +1,5 @@
 /**
- * The CRDs (charts/kd-connections/crds, the single copy) and the shared library state some rules twice —
+ * The CRDs (charts/kd-connections/files/crds, the single copy) and the shared library state some rules twice —
  * once as CEL/schema for the API server, once in TypeScript for the webhook. They must agree.
  */
 import { describe, expect, it } from '@jest/globals';
@@ -11,7 +11,9 @@ import { DNS1123_SUBDOMAIN_MAX, invalidObjectName } from '../src/names.js';
 import { API_VERSION, GROUP, KDAPP_PLURAL, KDCLUSTER_PLURAL, KIND_OF_LIST, VERSION } from '../src/types.js';
 
 const crd = (file: string): any =>
-  parse(readFileSync(fileURLToPath(new URL(`../../charts/kd-connections/crds/${file}`, import.meta.url)), 'utf8'));
+  parse(
+    readFileSync(fileURLToPath(new URL(`../../charts/kd-connections/files/crds/${file}`, import.meta.url)), 'utf8'),
+  );
 const clusterCrd = crd('kubedirector.hpe.com_kubedirectorclusters.yaml');
 const appCrd = crd('kubedirector.hpe.com_kubedirectorapps.yaml');
 const clusterSchema = clusterCrd.spec.versions[0].schema.openAPIV3Schema;

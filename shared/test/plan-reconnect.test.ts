@@ -257,7 +257,7 @@ describe('reconnect inputs and outputs', () => {
 describe('the kdcluster CRD keeps what the planner records', () => {
   it('status.memberReconnects has every field an entry can carry (nothing pruned)', () => {
     const crdPath = fileURLToPath(
-      new URL('../../charts/kd-connections/crds/kubedirector.hpe.com_kubedirectorclusters.yaml', import.meta.url),
+      new URL('../../charts/kd-connections/files/crds/kubedirector.hpe.com_kubedirectorclusters.yaml', import.meta.url),
     );
     const crd = parse(readFileSync(crdPath, 'utf8'));
     const entry = crd.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.memberReconnects;

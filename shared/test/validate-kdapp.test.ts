@@ -188,12 +188,19 @@ describe('validateApp: tightening connectable_to warns with the connections it n
     ]);
   });
 
-  it('a system-catalog app is checked against the clusters of every namespace that use it', async () => {
+  it('a system-catalog app is checked against the clusters of every namespace that use it, which are counted, not named', async () => {
     const w = world(SYSTEM_NS);
     const result = await validateApp(review([{ category: 'training' }], SYSTEM_NS), w, OPTS);
+    // Whoever edits the app may not see kdclusters in ml or team-b: no namespace or cluster name leaks.
     expect(result.warnings).toEqual([
-      `connectable_to of app "jupyter-notebook" now forbids 3 existing connection(s): ml/nb → cluster "spark-nightly" (${SPARK}); ml/nb2 → cluster "spark-nightly" (${SPARK}); team-b/nb → cluster "spark-nightly" (${SPARK}). ${TAIL}`,
+      `connectable_to of app "jupyter-notebook" now forbids 3 existing connection(s): 3 in other namespaces (not named: this answer goes to whoever changes the app, who may not see those clusters; an administrator lists them with kubectl get kdclusters -A). ${TAIL}`,
     ]);
+    for (const leak of ['ml/', 'team-b', 'nb2', 'spark-nightly']) expect(result.warnings[0]).not.toContain(leak);
+  });
+
+  it('next to KubeDirector the warning says KubeDirector keeps delivering them', async () => {
+    const result = await validateApp(review([{ category: 'training' }]), world(), { ...OPTS, kubedirector: true });
+    expect(result.warnings[0]).toMatch(/KubeDirector keeps delivering them; remove them from those specs$/);
   });
 
   it('a system-catalog app shadowed by a local app of the same name is not what that namespace uses', async () => {

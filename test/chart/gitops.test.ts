@@ -124,6 +124,7 @@ beforeAll(async () => {
       webhook: { url: `https://127.0.0.1:${port}`, timeoutSeconds: 10 },
       watchNamespaces: [apps, ssa],
       reconciler: { replicas: 0 },
+      crds: { install: false, keep: true },
     }),
   );
   // What Argo CD applies for the chart (it renders with helm template), CRDs aside (they are shared).

@@ -62,6 +62,8 @@ const values = () => ({
   webhook: { url: `https://127.0.0.1:${port}`, caBundle, timeoutSeconds: 10 },
   watchNamespaces: [apps],
   reconciler: { replicas: 0 },
+  // The shared control plane's CRDs belong to the harness (every test file uses them).
+  crds: { install: false, keep: true },
 });
 
 const installedManifest = async (): Promise<Doc[]> =>
@@ -305,12 +307,14 @@ describe('the chart installed in url mode', () => {
       'secrets create',
       'secrets[kd-connections-digest-key] get',
     ];
+    const guardEvents = 'events.events.k8s.io create';
     const expected: [string, string, string[]][] = [
       [admissionSA, apps, admissionInApps],
-      [admissionSA, ns, admissionInApps.filter((p) => p.startsWith('kubedirectorapps'))],
+      // The KubeDirector guard's one Warning event, in the release namespace.
+      [admissionSA, ns, [...admissionInApps.filter((p) => p.startsWith('kubedirectorapps')), guardEvents]],
       [admissionSA, 'default', []],
       [reconcilerSA, apps, reconcilerInApps],
-      [reconcilerSA, ns, reconcilerInRelease],
+      [reconcilerSA, ns, [...reconcilerInRelease, guardEvents]],
       [reconcilerSA, 'default', []],
     ];
     for (const [sa, where, rights] of expected) {

@@ -141,7 +141,7 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
       );
       if (missing.length) {
         throw new Error(
-          `the cluster has no ${missing.join(' and ')} CRD; install them first: kubectl apply -f ${join(repoRoot, 'charts/kd-connections/crds')}`,
+          `the cluster has no ${missing.join(' and ')} CRD; install them first: kubectl apply -f ${join(repoRoot, 'charts/kd-connections/files/crds')}`,
         );
       }
     } else {

@@ -33,6 +33,23 @@ export function namespaceName(seed: string): string {
   return `${base.slice(0, 50)}-${randomBytes(3).toString('hex')}`.replace(/^-/, 'ns-');
 }
 
+const versions = new Map<string, Promise<string>>();
+
+/** The control plane's Kubernetes version (e.g. v1.36.3), from its kube-apiserver binary, asked once. */
+export function apiServerVersion(info: ControlPlaneInfo): Promise<string> {
+  const bin = info.binDir['kube-apiserver'];
+  let v = versions.get(bin);
+  if (!v) {
+    v = run(bin, ['--version']).then((r) => {
+      const m = /v\d+\.\d+\.\d+\S*/.exec(r.stdout);
+      if (r.code !== 0 || !m) throw new Error(`kube-apiserver --version: ${r.stdout}${r.stderr}`);
+      return m[0];
+    });
+    versions.set(bin, v);
+  }
+  return v;
+}
+
 export interface TestEnv {
   readonly info: ControlPlaneInfo;
   readonly kc: KubeConfig;
@@ -74,9 +91,13 @@ export function useTestEnv(seed = basename(expect.getState().testPath ?? 'test')
     },
     namespace,
     kubectl: (args, opts) => runKubectl(need(info), namespace, args, opts),
-    helm(args, opts = {}) {
+    async helm(args, opts = {}) {
       const i = need(info);
-      return run(i.binDir.helm, ['--kubeconfig', i.kubeconfigPath, ...args], {
+      // helm template renders for Kubernetes 1.20 unless told; the chart's kubeVersion needs the real one.
+      const version =
+        args[0] === 'template' && !args.includes('--kube-version') ? await apiServerVersion(i) : undefined;
+      const extra = version ? ['--kube-version', version] : [];
+      return run(i.binDir.helm, ['--kubeconfig', i.kubeconfigPath, ...args, ...extra], {
         input: opts.input,
         // helm writes caches and config; keep them out of $HOME.
         env: {

@@ -1,7 +1,8 @@
 /**
- * The one CRD installer of the harness: the chart's CRDs (the single copy in charts/kd-connections/crds),
- * applied and waited for until the API server serves them. Cluster tests, the benchmark, the soak and
- * `npm start` all install them this way.
+ * The one CRD installer of the harness: the chart's CRDs (the single copy in
+ * charts/kd-connections/files/crds, which the chart's templates/crds/ render), applied and waited for
+ * until the API server serves them. Cluster tests, the benchmark, the soak and `npm start` all install
+ * them this way.
  *
  * Server-side apply with one field manager: the CRDs are cluster-scoped, so every test file on the
  * shared control plane installs the same objects, often at the same moment. With one manager applying
@@ -14,7 +15,7 @@
 import { join } from 'node:path';
 import { ok, repoRoot, sleep, type RunResult } from './processes.js';
 
-export const CRD_DIR = join(repoRoot, 'charts', 'kd-connections', 'crds');
+export const CRD_DIR = join(repoRoot, 'charts', 'kd-connections', 'files', 'crds');
 export const CRD_NAMES = ['kubedirectorapps.kubedirector.hpe.com', 'kubedirectorclusters.kubedirector.hpe.com'];
 export const CRD_FIELD_MANAGER = 'kd-connections-tests';
 

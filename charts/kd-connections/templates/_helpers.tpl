@@ -284,6 +284,26 @@ matchConditions:
     expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"
 {{- end -}}
 
+{{/* Next to KubeDirector the kdcluster webhook is called only for what it judges: a create, or an update
+     that changes the app reference or a connection list. KubeDirector's own writes — finalizers, status
+     (a subresource, never matched), typed full-object updates that rewrite spec without changing those
+     fields — never reach it, so they go through even while admission is down. Lists are compared with
+     absent = [], so a typed update that drops an empty list is not a change. */}}
+{{- define "kd.webhook.kubedirectorMatchConditions" -}}
+matchConditions:
+  - name: not-being-deleted
+    expression: '!has(object.metadata.deletionTimestamp)'
+  - name: app-or-connections-changed
+    expression: >-
+      request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) ||
+      (has(object.spec.app) ? object.spec.app : '') != (has(oldObject.spec.app) ? oldObject.spec.app : '') ||
+      (has(object.spec.appCatalog) ? object.spec.appCatalog : 'local') !=
+      (has(oldObject.spec.appCatalog) ? oldObject.spec.appCatalog : 'local') ||
+      ['clusters', 'configmaps', 'secrets'].exists(l,
+      (has(object.spec.connections) && l in object.spec.connections ? object.spec.connections[l] : []) !=
+      (has(oldObject.spec.connections) && l in oldObject.spec.connections ? oldObject.spec.connections[l] : []))
+{{- end -}}
+
 {{/* NetworkPolicy egress shared by both services. */}}
 {{- define "kd.np.apiEgress" -}}
 # The Kubernetes API (the only thing either service calls).
@@ -399,5 +419,37 @@ matchConditions:
 {{- end -}}
 {{- if and .Values.reconciler.hostNetwork (lt (int .Values.reconciler.metricsPort) 1024) -}}
 {{- fail (printf "reconciler.hostNetwork=true needs reconciler.metricsPort of 1024 or higher (got %d): in the node's network namespace a non-root process cannot bind a lower port" (int .Values.reconciler.metricsPort)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* CRDs ----------------------------------------------------------------------------------------- */}}
+
+{{/* Whether the chart renders the CRDs: crds.install, and never next to KubeDirector (its CRDs stay as
+     they are). */}}
+{{- define "kd.crds.enabled" -}}
+{{- if and .Values.crds.install (not .Values.kubedirector.enabled) }}true{{ end -}}
+{{- end -}}
+
+{{/* One CRD from files/crds/ (the single copy; the tests and `npm start` apply those files as they
+     are), with the release's labels, `helm.sh/resource-policy: keep` when crds.keep, and the earliest
+     Argo CD sync wave. As a template (not crds/) Helm, Argo CD and Flux all upgrade it the same way, and
+     Helm refuses to take over a CRD another owner installed (e.g. KubeDirector's). Called with
+     (dict "ctx" . "file" name). */}}
+{{- define "kd.crd" -}}
+{{- $ctx := .ctx -}}
+{{- if include "kd.crds.enabled" $ctx -}}
+{{- $crd := $ctx.Files.Get (printf "files/crds/%s" .file) | fromYaml -}}
+{{- if or (not $crd.metadata) $crd.Error -}}
+{{- fail (printf "files/crds/%s is missing or not valid YAML: %v" .file $crd.Error) -}}
+{{- end -}}
+{{- $labels := merge (include "kd.labels" $ctx | fromYaml) ($crd.metadata.labels | default dict) -}}
+{{- $annotations := merge (include "kd.syncWave" "-2" | fromYaml) ($crd.metadata.annotations | default dict) -}}
+{{- if $ctx.Values.crds.keep -}}
+{{- $_ := set $annotations "helm.sh/resource-policy" "keep" -}}
+{{- end -}}
+{{- $_ := set $crd.metadata "labels" $labels -}}
+{{- $_ := set $crd.metadata "annotations" $annotations -}}
+---
+{{ toYaml $crd }}
 {{- end -}}
 {{- end -}}

@@ -1,0 +1,67 @@
+/**
+ * Whether the kubedirector.hpe.com API this installation runs on belongs to KubeDirector rather than to
+ * kd-connections: pure judgement over what any authenticated client may read (API discovery and the
+ * published OpenAPI v3 schema, both in the built-in system:discovery role), so the check needs no RBAC.
+ *
+ * - KubeDirector's deployment always creates kubedirectorconfigs (and kubedirectorstatusbackups), its
+ *   operator needs them, and kd-connections never installs them: their presence means the operator is
+ *   (or was) installed.
+ * - kd-connections' own kdcluster CRD declares spec.configMetaGenerator and status.lastConfigMetaGenerator;
+ *   KubeDirector's prunes both, so without them every write of the services would be thrown away.
+ */
+
+/** Resources of the group that only KubeDirector installs. */
+export const KUBEDIRECTOR_ONLY_RESOURCES = ['kubedirectorconfigs', 'kubedirectorstatusbackups'] as const;
+
+/** Fields of the kdcluster schema kd-connections' default mode writes and reads. */
+export const NEEDED_CLUSTER_FIELDS = ['spec.configMetaGenerator', 'status.lastConfigMetaGenerator'] as const;
+
+/** The OpenAPI v3 component name the API server gives the kdcluster schema. */
+export const KDCLUSTER_OPENAPI_COMPONENT = 'com.hpe.kubedirector.v1beta1.KubeDirectorCluster';
+
+export interface ApiObservation {
+  /** Resource names served by kubedirector.hpe.com/v1beta1; undefined when the group is not served. */
+  resources: string[] | undefined;
+  /** The published kdcluster schema; undefined when none is published (yet). */
+  clusterSchema: unknown;
+}
+
+function property(schema: unknown, path: string): unknown {
+  let at: unknown = schema;
+  for (const key of path.split('.')) {
+    const props = (at as { properties?: Record<string, unknown> } | null)?.properties;
+    at = props && typeof props === 'object' ? props[key] : undefined;
+    if (at === undefined) return undefined;
+  }
+  return at;
+}
+
+/** What points at KubeDirector, one sentence each; empty when nothing does. */
+export function kubeDirectorFindings(o: ApiObservation): string[] {
+  const out: string[] = [];
+  const only = (o.resources ?? []).filter((r) => (KUBEDIRECTOR_ONLY_RESOURCES as readonly string[]).includes(r));
+  if (only.length > 0) {
+    out.push(
+      `KubeDirector's operator is installed (the API serves ${only.map((r) => `${r}.kubedirector.hpe.com`).join(' and ')})`,
+    );
+  }
+  if (o.resources?.includes('kubedirectorclusters') && o.clusterSchema !== undefined) {
+    const missing = NEEDED_CLUSTER_FIELDS.filter((f) => property(o.clusterSchema, f) === undefined);
+    if (missing.length > 0) {
+      out.push(
+        `the kubedirectorclusters CRD is not kd-connections' (its schema has no ${missing.join(' and ')}, so they would be pruned)`,
+      );
+    }
+  }
+  return out;
+}
+
+/** The log line and event note: what was found and what to set. */
+export function kubeDirectorGuardMessage(component: string, findings: string[]): string {
+  return (
+    `${component} is not acting: ${findings.join('; ')}. In its default mode kd-connections owns the ` +
+    'kdcluster CRD and fields KubeDirector prunes. To run next to KubeDirector set kubedirector.enabled=true ' +
+    '(helm upgrade <release> <chart> --reuse-values --set kubedirector.enabled=true; admission flag ' +
+    "--kubedirector-mode=true, and no reconciler); or remove KubeDirector and install the chart's CRDs"
+  );
+}
