@@ -345,6 +345,8 @@ it('overrides render objects the real API server accepts (server-side dry run, s
       ...sets({ 'reconciler.extraVolumeMounts[0].name': 'corp-ca', 'reconciler.extraVolumeMounts[0].mountPath': '/c' }),
       ...sets({ 'global.imagePullSecrets[0].name': 'regcred', 'commonLabels.team': 'data' }),
       ...sets({ 'grafanaDashboard.enabled': true }),
+      // The CRDs are the shared control plane's; their own dry run is in kubedirector-mode.test.ts.
+      ...sets({ 'crds.install': false }),
     ],
     env.namespace,
   );
