@@ -1,7 +1,7 @@
 /** Prometheus metrics of the reconciler (served at /metrics). */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export type WriteKind = 'kdcluster' | 'kdcluster_status' | 'pod' | 'event';
+export type WriteKind = 'kdcluster' | 'kdcluster_status' | 'pod' | 'private_secret' | 'event';
 
 export class ReconcilerMetrics {
   readonly registry = new Registry();

@@ -55,7 +55,6 @@ export class ReconcilerService {
       systemNamespace: cfg.systemNamespace,
       metricsPort: this.probes.port,
       secretConnections: cfg.secretConnections,
-      inlineSecretValues: cfg.inlineSecretValues,
     });
     this.controller.caches.start();
     await this.controller.caches.waitForSync(this.opts.syncTimeoutMs ?? 10 * 60_000);

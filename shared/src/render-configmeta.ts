@@ -7,7 +7,8 @@
  * - every member appears once (KubeDirector repeated the last member of a connected role);
  * - references inside an embedded connected cluster point into that cluster (all refkeys prefixed);
  * - of a Secret only its name, its type label and its keys are shown (an allow-list: an annotation or
- *   another label could quote a value); values only when inlining was explicitly chosen;
+ *   another label could quote a value); the values reach root in the pod through the private document
+ *   (render-private-configmeta.ts), never this one;
  * - kubectl's last-applied-configuration annotation is never copied (for a Secret it holds the values).
  */
 import type { Member } from './members.js';
@@ -120,8 +121,8 @@ export interface ConnectedObjects {
 }
 
 export interface RenderOptions {
-  /** Put Secret values (base64, as stored) into configmeta. Off by default: every member can read it. */
-  inlineSecretValues?: boolean;
+  /** How a connected Secret is rendered: redacted (the public document) unless the private document says. */
+  secretEntry?: (s: SecretLike) => ConnectedObjectEntry;
 }
 
 const NODEGROUP = '1';
@@ -348,17 +349,19 @@ export function renderConfigMapEntry(cm: ConfigMapLike): ConnectedObjectEntry {
   };
 }
 
-/** Name, label and annotation values are Go []byte in KubeDirector's Secret entry, hence base64. */
-export function renderSecretEntry(s: SecretLike, opts: RenderOptions): ConnectedObjectEntry {
-  const inline = opts.inlineSecretValues === true && s.data !== undefined;
+/**
+ * A connected Secret in the public document: name, type label and keys, values empty and marked
+ * redacted. Name and label values are Go []byte in KubeDirector's Secret entry, hence base64.
+ */
+export function renderSecretEntry(s: SecretLike): ConnectedObjectEntry {
   const keys = [...s.keys].sort();
   const type = s.metadata.labels?.[LABEL_SECRET_TYPE];
   return {
     annotations: {},
-    data: Object.fromEntries(keys.map((k) => [k, inline ? (s.data![k] ?? '') : ''])),
+    data: Object.fromEntries(keys.map((k) => [k, ''])),
     labels: goBytesMap(type === undefined ? {} : { [LABEL_SECRET_TYPE]: type }),
     metadata: { name: goBytes(s.metadata.name ?? '') },
-    ...(inline ? {} : { redacted: true }),
+    redacted: true,
   };
 }
 
@@ -398,7 +401,7 @@ export function renderConnections(
   return {
     clusters: goMap(connected.clusters.map((c) => [c.name, renderEmbeddedCluster(c)])),
     configmaps: groupBy(connected.configmaps, LABEL_CM_TYPE, renderConfigMapEntry, order?.configmaps),
-    secrets: groupBy(connected.secrets, LABEL_SECRET_TYPE, (s) => renderSecretEntry(s, opts), order?.secrets),
+    secrets: groupBy(connected.secrets, LABEL_SECRET_TYPE, opts.secretEntry ?? renderSecretEntry, order?.secrets),
   };
 }
 
