@@ -99,12 +99,13 @@ export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan 
   const decided = decideBump(cluster, resolved.hash);
   const bump = decided && { ...decided, ...regenerationEvents(cluster, resolved, decided.from, decided.to) };
   const plan = planDelivery(o, own, bump?.to ?? generator);
-  const privateSecret = opts.privateKey && planPrivate(o, opts.privateKey);
+  const privateSecret = opts.privateKey && planPrivate(o, own, opts.privateKey);
   return { ...plan, ...(bump ? { bump } : {}), ...(privateSecret ? { privateSecret } : {}) };
 }
 
-function planPrivate(o: Observation, key: Uint8Array): PrivateSecretWrite | undefined {
-  const files = renderPrivateFiles(o.resolved.connected, o.cluster.spec?.connections);
+function planPrivate(o: Observation, own: ResolvedApp, key: Uint8Array): PrivateSecretWrite | undefined {
+  const self = { cluster: o.cluster, app: own.app, members: o.members };
+  const files = renderPrivateFiles(o.resolved.connected, o.cluster.spec?.connections, self);
   return planPrivateSecret(o.cluster, files, o.privateSecret, key);
 }
 

@@ -49,6 +49,8 @@ export interface RoleEntry {
   fqdns: string[];
   fqdn_mappings: Record<string, string>;
   flavor: { storage: string; name: string; memory: string; description: string; cores: string };
+  /** Only in the private document, only when the role has any (KubeDirector omits the key when empty). */
+  secret_keys?: Record<string, string>;
 }
 
 export interface NodeEntry {
@@ -123,6 +125,8 @@ export interface ConnectedObjects {
 export interface RenderOptions {
   /** How a connected Secret is rendered: redacted (the public document) unless the private document says. */
   secretEntry?: (s: SecretLike) => ConnectedObjectEntry;
+  /** Render connected clusters' role `secret_keys` (the private document only). */
+  secretKeys?: boolean;
 }
 
 const NODEGROUP = '1';
@@ -214,6 +218,23 @@ export function blockDevicePaths(cluster: KDCluster, role: string): string[] | u
 }
 
 /**
+ * A role's `secret_keys` as KubeDirector renders them: name → value of the role's `secretKeys`. KubeDirector
+ * stores them encrypted with the master key of its KubeDirectorConfig and decrypts them here, dropping
+ * any it cannot decrypt; kd-connections reads no KubeDirectorConfig, so only entries with a plain `value`
+ * (as submitted, when KubeDirector's webhook did not encrypt them) are rendered. Undefined when none.
+ */
+export function roleSecretKeys(cluster: KDCluster, role: string): Record<string, string> | undefined {
+  const list = roleSpec(cluster, role)?.secretKeys;
+  if (!Array.isArray(list)) return undefined;
+  const entries: [string, string][] = [];
+  for (const k of list as { name?: unknown; value?: unknown }[]) {
+    if (typeof k?.name === 'string' && k.name !== '' && typeof k.value === 'string' && k.value !== '')
+      entries.push([k.name, k.value]);
+  }
+  return entries.length > 0 ? goMap(entries) : undefined;
+}
+
+/**
  * The roles configmeta lists services for: the roles the cluster declares plus any role a member pod
  * carries (KubeDirector lists a declared role's services even when it has no member yet).
  */
@@ -228,7 +249,7 @@ export function renderClusterSection(
   cluster: KDCluster,
   app: KDApp,
   members: Member[],
-  opts: { prefix?: string[] } = {},
+  opts: { prefix?: string[]; secretKeys?: boolean } = {},
 ): ClusterSection {
   const prefix = opts.prefix ?? [];
   const spec = app.spec ?? {};
@@ -254,6 +275,7 @@ export function renderClusterSection(
     if (rm.length === 0) continue;
     const fqdns = rm.map((m) => m.fqdn);
     const limits = roleSpec(cluster, role)?.resources?.limits ?? {};
+    const secretKeys = opts.secretKeys ? roleSecretKeys(cluster, role) : undefined;
     const svcEntries: [string, ServiceEntry][] = [];
     for (const sid of servicesOfRole(app, role)) {
       const svc = byId.get(sid);
@@ -289,6 +311,7 @@ export function renderClusterSection(
           description: 'n/a',
           cores: cores(limits.cpu),
         },
+        ...(secretKeys ? { secret_keys: secretKeys } : {}),
       },
     ]);
   }
@@ -318,9 +341,9 @@ export function renderClusterSection(
  * A connected cluster as another cluster's configmeta embeds it: one hop deep, no node. Its services keep
  * KubeDirector's `authToken` key (empty: no token exists here).
  */
-export function renderEmbeddedCluster(c: ConnectedCluster): EmbeddedCluster {
+export function renderEmbeddedCluster(c: ConnectedCluster, opts: { secretKeys?: boolean } = {}): EmbeddedCluster {
   return {
-    ...renderClusterSection(c.cluster, c.app, c.members, { prefix: ['connections', 'clusters', c.name] }),
+    ...renderClusterSection(c.cluster, c.app, c.members, { ...opts, prefix: ['connections', 'clusters', c.name] }),
     node: null,
     connections: { clusters: null, configmaps: null, secrets: null },
   };
@@ -399,7 +422,9 @@ export function renderConnections(
   order?: Connections,
 ): ConfigMetaConnections {
   return {
-    clusters: goMap(connected.clusters.map((c) => [c.name, renderEmbeddedCluster(c)])),
+    clusters: goMap(
+      connected.clusters.map((c) => [c.name, renderEmbeddedCluster(c, { secretKeys: opts.secretKeys === true })]),
+    ),
     configmaps: groupBy(connected.configmaps, LABEL_CM_TYPE, renderConfigMapEntry, order?.configmaps),
     secrets: groupBy(connected.secrets, LABEL_SECRET_TYPE, opts.secretEntry ?? renderSecretEntry, order?.secrets),
   };

@@ -80,6 +80,27 @@ describe('the private document merged as configcli merges it (root)', () => {
     expect((await render(s)).private).toBeUndefined();
   });
 
+  it('role secret_keys (plain values) reach root only: the private file then carries the whole nodegroups', async () => {
+    const s = scenario();
+    s.notebook.spec.connections = { clusters: ['training'] };
+    s.notebook.spec.roles![0]!.secretKeys = [
+      { name: 'admin', value: 'adm1n' },
+      { name: 'sealed', encryptedValue: 'q83vEjRWeJA=' },
+    ];
+    const r = await render(s);
+    const pub = r.docs.get('kdss-nb-0')!;
+    expect(pub).not.toContain('adm1n');
+    const priv = JSON.parse(r.private!.configmeta) as Record<string, Json>;
+    expect(Object.keys(priv)).toEqual(['nodegroups']);
+    const root = rootView(pub, r.private!.platform, r.private!.configmeta);
+    expect(configcliGet(root, 'nodegroups.1.roles.controller.secret_keys.admin')).toBe('adm1n');
+    // An encrypted one needs KubeDirector's master key: left out, as KubeDirector leaves out what it cannot decrypt.
+    expect(configcliGet(root, 'nodegroups.1.roles.controller.secret_keys')).toEqual(['admin']);
+    expect(configcliGet(root, 'nodegroups.1.roles.controller.node_ids')).toEqual(
+      configcliGet(JSON.parse(pub) as Json, 'nodegroups.1.roles.controller.node_ids'),
+    );
+  });
+
   it("a Secret entry as KubeDirector's: name, labels and annotations as Go []byte, data as stored, no last-applied copy", () => {
     const s = secret(
       'db',

@@ -90,8 +90,8 @@ export interface Rendered {
 }
 
 export async function render(s: Scenario): Promise<Rendered> {
-  const own: ResolvedApp = { app: s.app, namespace: NS };
-  const resolved = await resolveConnections(s.notebook, own, s.world, { systemNamespace: SYSTEM_NS });
+  const ownApp: ResolvedApp = { app: s.app, namespace: NS };
+  const resolved = await resolveConnections(s.notebook, ownApp, s.world, { systemNamespace: SYSTEM_NS });
   const members = membersOf(s.notebook, s.app, await s.world.podsOf(NS, 'notebook'));
   const docs = renderConfigMetaForMembers(
     s.notebook,
@@ -99,5 +99,6 @@ export async function render(s: Scenario): Promise<Rendered> {
     members,
     renderConnections(resolved.connected, {}, s.notebook.spec.connections),
   );
-  return { resolved, members, docs, private: renderPrivateFiles(resolved.connected, s.notebook.spec.connections) };
+  const own = { cluster: s.notebook, app: s.app, members };
+  return { resolved, members, docs, private: renderPrivateFiles(resolved.connected, s.notebook.spec.connections, own) };
 }
