@@ -23,6 +23,7 @@ import {
   secret,
 } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
+import { viewOnly } from '../support/view-only.js';
 import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 
 const env = useTestEnv();
@@ -32,37 +33,6 @@ const VALUE_1 = 'pw-first-7f3c1a';
 const VALUE_2 = 'pw-second-9d2e4b';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 let rec: ReconcilerProcess;
-
-/**
- * What the aggregated `view` ClusterRole grants of the kinds involved (the test control plane runs no role
- * aggregation, so `view` itself is empty here): everything but Secrets.
- */
-const viewRole = {
-  apiVersion: 'rbac.authorization.k8s.io/v1',
-  kind: 'Role',
-  metadata: { name: 'viewer' },
-  rules: [
-    {
-      apiGroups: ['kubedirector.hpe.com'],
-      resources: ['kubedirectorclusters', 'kubedirectorclusters/status', 'kubedirectorapps'],
-      verbs: ['get', 'list', 'watch'],
-    },
-    {
-      apiGroups: [''],
-      resources: ['pods', 'pods/status', 'configmaps', 'events', 'services', 'endpoints', 'serviceaccounts'],
-      verbs: ['get', 'list', 'watch'],
-    },
-    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch'] },
-  ],
-};
-const viewBinding = {
-  apiVersion: 'rbac.authorization.k8s.io/v1',
-  kind: 'RoleBinding',
-  metadata: { name: 'viewer' },
-  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'viewer' },
-  subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: VIEWER }],
-};
 
 interface PrivateSecret {
   metadata: { uid: string; resourceVersion: string; labels: Record<string, string>; ownerReferences: any[] };
@@ -96,8 +66,7 @@ const quiet = () => new Promise((r) => setTimeout(r, 1500));
 beforeAll(async () => {
   await installCrds(env);
   await apply(env, [
-    viewRole,
-    viewBinding,
+    ...viewOnly(VIEWER),
     kdApp('nb', { category: 'notebook', connectable_to: [{ category: 'training' }] }),
     kdApp('trainer', { category: 'training' }),
     configMap('model', { path: '/models/v1' }),
