@@ -201,6 +201,8 @@ async function writePrivateSecret(
     else await d.writes.deleteSecret(namespace, w.name, { uid: w.uid, resourceVersion: w.resourceVersion });
     return undefined;
   } catch (e) {
+    // Already gone (a stale cache after our own delete, or someone else's): what the delete wanted.
+    if (w.kind === 'delete' && errorStatus(e) === 404) return undefined;
     const what = `private configmeta Secret ${w.name} (${w.kind})`;
     if (isConflict(e)) return new RetryableError(`${what}: changed since it was read; retrying`);
     const code = errorStatus(e);

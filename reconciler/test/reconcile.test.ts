@@ -146,7 +146,8 @@ class FakeApi {
         deleteSecret: async (ns, n, pre) => {
           const key = objectKey(ns, n);
           const cur = this.privateSecrets.get(key);
-          if (!cur || cur.metadata.uid !== pre.uid) throw new KubeApiError(409, 'Conflict', 'precondition failed');
+          if (!cur) throw new KubeApiError(404, 'NotFound', `secrets "${n}" not found`);
+          if (cur.metadata.uid !== pre.uid) throw new KubeApiError(409, 'Conflict', 'precondition failed');
           this.privateSecrets.delete(key);
           this.writes.push(`secret delete ${n}`);
         },
@@ -491,6 +492,19 @@ describe('the private Secret (Secret connections on)', () => {
     const out = await reconcileCluster(`${NS}/a`, api.privateDeps());
     expect(out.privateSecret).toBe('delete');
     expect(api.privateSecrets.size).toBe(0);
+  });
+
+  it('a delete planned from a stale cache finds it gone: done, no error, no event', async () => {
+    await reconcileCluster(`${NS}/a`, api.privateDeps());
+    const deps = api.privateDeps();
+    const stale = deps.privateSecrets!.get(NS, NAME)!;
+    deps.privateSecrets = { ...deps.privateSecrets!, get: () => stale };
+    api.privateSecrets.clear();
+    const c = api.clusters.get(`${NS}/a`)!;
+    api.clusters.set(`${NS}/a`, { ...c, spec: { ...c.spec, connections: { clusters: ['t'] } } });
+    api.events = [];
+    await expect(reconcileCluster(`${NS}/a`, deps)).resolves.toMatchObject({ privateSecret: 'delete' });
+    expect(api.events.filter((e) => e.type === 'Warning')).toEqual([]);
   });
 
   it('a failed write does not hold back the pods; a Warning names the Secret and the status code only', async () => {
