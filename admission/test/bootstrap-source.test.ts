@@ -54,7 +54,16 @@ class FakeApi {
 
   private handle(method: string, path: string, body?: unknown): unknown {
     const fail = (status: number, message: string) => new KubeApiError(status, 'Failure', message);
-    const testFailed = () => fail(422, 'the server rejected our request due to an error in our request');
+    // As KubeClient.jsonPatch reports a failed `test` (its dry run of the tests alone failed too).
+    const testFailed = () =>
+      new KubeApiError(
+        422,
+        'Invalid',
+        'the server rejected our request due to an error in our request',
+        undefined,
+        undefined,
+        'test-failed',
+      );
     const ops = body as { op: string; path: string; value: unknown }[];
     const key = `${method} ${path}`;
     if (key === `GET ${SECRET_PATH}/tls`) {

@@ -1,9 +1,11 @@
 /**
  * The reconciler's view of the cluster: informers for kdclusters, kdapps, labelled ConfigMaps and
- * Secrets, and member pods — all namespaces, or one informer per watched namespace. Stored objects are
- * trimmed by shared's trim-object (no managedFields; pods keep only our two small annotations; Secrets
- * keep identity, labels, keys and a keyed MAC of the data, and values only when inlining is on), which
- * is what keeps 10,000 cached pods small. The Secrets informer starts once the MAC key is loaded
+ * Secrets, member pods, and the per-cluster private Secrets it writes — all namespaces, or one
+ * informer per watched namespace. Stored objects are trimmed by shared's trim-object (no managedFields;
+ * pods keep only our two small annotations; connected Secrets keep what the private document renders and
+ * a keyed MAC of the data), which is what keeps 10,000 cached pods small. The private Secrets are
+ * watched as metadata only (PartialObjectMetadata): their data never reaches this process but in the
+ * writes that set it; their content MAC annotation says whether they are current. The Secrets informer starts once the MAC key is loaded
  * (digest-key.ts); until then the caches are not synced and the replica is not ready.
  */
 import {
@@ -15,13 +17,16 @@ import {
   KDCLUSTER_PLURAL,
   LABEL_CM_TYPE,
   LABEL_KDCLUSTER,
+  LABEL_PRIVATE_CONFIGMETA_OF,
   LABEL_SECRET_TYPE,
   API_VERSION,
   liveGet,
   slimObject,
   trimPod,
+  trimPrivateSecret,
   trimSecret,
   type CachedPod,
+  type CachedPrivateSecret,
   type ConfigMapLike,
   type InformerOptions,
   type KDApp,
@@ -43,7 +48,6 @@ export interface CacheOptions {
   namespaces: string[];
   systemNamespace: string;
   secretConnections: boolean;
-  inlineSecretValues: boolean;
   /** Namespace of the digest key Secret (the reconciler's own). */
   digestKeyNamespace: string;
   relistPeriodMs?: number;
@@ -59,6 +63,8 @@ export class Caches {
   readonly apps: NamespacedCache<KDApp & KubeObject>;
   readonly configMaps: NamespacedCache<ConfigMapLike & KubeObject>;
   readonly secrets: NamespacedCache<SecretLike & KubeObject> | undefined;
+  /** The private Secrets this reconciler writes (metadata only); only with Secret connections. */
+  readonly privateSecrets: NamespacedCache<CachedPrivateSecret & KubeObject> | undefined;
   readonly pods: NamespacedCache<CachedPod & KubeObject>;
   private readonly all: NamespacedCache<KubeObject>[];
   private digestKey: Buffer | undefined;
@@ -117,9 +123,18 @@ export class Caches {
             labelSelector: LABEL_SECRET_TYPE,
             transform: (x) => {
               if (!this.digestKey) throw new Error('Secret digest key not loaded');
-              return trimSecret(x, { inlineValues: o.inlineSecretValues, key: this.digestKey }) as SecretLike &
-                KubeObject;
+              return trimSecret(x, { key: this.digestKey }) as SecretLike & KubeObject;
             },
+          }),
+        )
+      : undefined;
+    this.privateSecrets = o.secretConnections
+      ? new NamespacedCache(
+          watched,
+          make('private-secrets', core('secrets'), {
+            labelSelector: LABEL_PRIVATE_CONFIGMETA_OF,
+            metadataOnly: true,
+            transform: (x) => trimPrivateSecret(x) as CachedPrivateSecret & KubeObject,
           }),
         )
       : undefined;
@@ -139,6 +154,7 @@ export class Caches {
       this.configMaps,
       this.pods,
       ...(this.secrets ? [this.secrets] : []),
+      ...(this.privateSecrets ? [this.privateSecrets] : []),
     ] as NamespacedCache<KubeObject>[];
   }
 
@@ -173,6 +189,11 @@ export class Caches {
     }
     if (!this.stopped) secrets.start();
   }
+  /** The digest key, once loaded (it also keys the private Secrets' content MAC). */
+  get key(): Uint8Array | undefined {
+    return this.digestKey;
+  }
+
   get synced(): boolean {
     return this.all.every((c) => c.synced);
   }

@@ -93,13 +93,7 @@ export const RECONCILER_FLAGS = {
     type: 'bool',
     env: 'KD_SECRET_CONNECTIONS',
     default: true,
-    help: 'watch labelled Secrets and deliver Secret connections',
-  },
-  'inline-secret-values': {
-    type: 'bool',
-    env: 'KD_INLINE_SECRET_VALUES',
-    default: false,
-    help: 'put Secret values into configmeta (every member pod can read them); off: keys only',
+    help: 'watch labelled Secrets and deliver Secret connections (values only to root in the pod, through a per-cluster private Secret)',
   },
   'reconnect-hook': {
     type: 'bool',
@@ -159,7 +153,6 @@ export interface ReconcilerConfig {
   retryPeriodMs: number;
   identity: string;
   secretConnections: boolean;
-  inlineSecretValues: boolean;
   reconnectHook: boolean;
   reconnectTimeoutMs: number;
   clusterDomain: string;
@@ -229,7 +222,6 @@ export function loadConfig(
     retryPeriodMs,
     identity: f.identity || `${hostname()}-${randomBytes(3).toString('hex')}`,
     secretConnections: f['secret-connections'],
-    inlineSecretValues: f['inline-secret-values'],
     reconnectHook: f['reconnect-hook'],
     reconnectTimeoutMs: f['reconnect-timeout'],
     clusterDomain: f['cluster-domain'],

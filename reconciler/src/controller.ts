@@ -14,6 +14,7 @@ import {
   isConflict,
   KDCLUSTER_PLURAL,
   LABEL_KDCLUSTER,
+  LABEL_PRIVATE_CONFIGMETA_OF,
   LABEL_ROLE,
   objectKey,
   ReverseIndex,
@@ -22,6 +23,7 @@ import {
   type KubeClient,
   type Logger,
   type PatchOp,
+  type SecretBody,
 } from '@kd-connections/shared';
 import { Caches, INDEX_CLUSTERS_BY_APP, type CachedPod } from './caches.js';
 import type { ReconcilerConfig } from './config.js';
@@ -64,7 +66,6 @@ export class Controller {
       namespaces: cfg.namespaces,
       systemNamespace: cfg.systemNamespace,
       secretConnections: cfg.secretConnections,
-      inlineSecretValues: cfg.inlineSecretValues,
       digestKeyNamespace: cfg.digestKeyNamespace,
       relistPeriodMs: cfg.relistPeriodMs,
       watchTimeoutSeconds: cfg.watchTimeoutSeconds,
@@ -118,7 +119,7 @@ export class Controller {
   }
 
   private wire(): void {
-    const { clusters, apps, configMaps, secrets, pods } = this.caches;
+    const { clusters, apps, configMaps, secrets, pods, privateSecrets } = this.caches;
     const onCluster = (c: KDCluster, old?: KDCluster) => {
       const key = objectKey(c.metadata.namespace, c.metadata.name);
       this.expectations.observe(writeKey('kdcluster', key), c.metadata.resourceVersion);
@@ -154,6 +155,19 @@ export class Controller {
         this.enqueueDependents('ConfigMap', objectKey(cm.metadata.namespace, cm.metadata.name)),
       );
       secrets?.on(ev, (s) => this.enqueueDependents('Secret', objectKey(s.metadata.namespace, s.metadata.name)));
+    }
+
+    // A private Secret changed or went away (ours, or someone else's doing): its cluster checks it.
+    for (const ev of ['add', 'update', 'delete'] as const) {
+      privateSecrets?.on(ev, (s) => {
+        const { namespace, name } = s.metadata;
+        this.expectations.observe(
+          writeKey('secret', objectKey(namespace, name)),
+          ev === 'delete' ? undefined : s.metadata.resourceVersion,
+        );
+        const cluster = s.metadata.labels?.[LABEL_PRIVATE_CONFIGMETA_OF];
+        if (cluster) this.enqueue(objectKey(namespace, cluster));
+      });
     }
 
     // What a connected cluster's embedded view uses of a pod; annotation writes (ours) leave it alone.
@@ -252,6 +266,37 @@ export class Controller {
             this.expectations.expect(writeKey('pod', objectKey(ns, name)), rv);
           return pod.metadata.resourceVersion;
         }),
+      ...this.secretWrites(term, counted),
+    };
+  }
+
+  /** Writes of the private Secrets; each records the version it produced, as the other writes do. */
+  private secretWrites(
+    term: Term,
+    counted: <T>(kind: WriteKind, w: () => Promise<T>) => Promise<T>,
+  ): Pick<Writes, 'createSecret' | 'patchSecret' | 'deleteSecret'> {
+    const path = (ns: string, name?: string) => `/api/v1/namespaces/${ns}/secrets${name ? `/${name}` : ''}`;
+    const query = { fieldManager: 'kd-connections-reconciler' };
+    type Meta = { metadata?: { resourceVersion?: string } };
+    const expect = (ns: string, name: string, written: Meta) => {
+      const rv = written.metadata?.resourceVersion;
+      if (!rvAtLeast(this.caches.privateSecrets?.get(ns, name)?.metadata.resourceVersion, rv))
+        this.expectations.expect(writeKey('secret', objectKey(ns, name)), rv);
+    };
+    return {
+      createSecret: (ns, body: SecretBody) =>
+        counted('private_secret', async () =>
+          expect(ns, body.metadata.name, await term.client.request<Meta>('POST', path(ns), { body, query })),
+        ),
+      patchSecret: (ns, name, ops) =>
+        counted('private_secret', async () =>
+          expect(ns, name, await term.client.jsonPatch<Meta>(path(ns, name), ops, { query })),
+        ),
+      deleteSecret: (ns, name, preconditions) =>
+        counted('private_secret', async () => {
+          const body = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions };
+          expect(ns, name, await term.client.request<Meta>('DELETE', path(ns, name), { body }));
+        }),
     };
   }
 
@@ -302,11 +347,18 @@ export class Controller {
           if (!signal.aborted) this.events.record(e);
         },
       },
+      ...(this.caches.privateSecrets
+        ? {
+            privateSecrets: {
+              get: (ns: string, name: string) => this.caches.privateSecrets?.get(ns, name),
+              key: () => this.caches.key,
+            },
+          }
+        : {}),
       log: this.log,
       opts: {
         systemNamespace: this.cfg.systemNamespace,
         secretConnections: this.cfg.secretConnections,
-        inlineSecretValues: this.cfg.inlineSecretValues,
         clusterDomain: this.cfg.clusterDomain,
         podConcurrency: this.cfg.podConcurrency,
       },

@@ -9,7 +9,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueObserver, RunOutcome } from './work-queue.js';
 
-export type WriteKind = 'kdcluster' | 'kdcluster_status' | 'pod' | 'event';
+export type WriteKind = 'kdcluster' | 'kdcluster_status' | 'pod' | 'private_secret' | 'event';
 
 /** The controller (and queue) name in controller-runtime's labels: the lower-case kind it reconciles. */
 export const CONTROLLER_NAME = 'kubedirectorcluster';

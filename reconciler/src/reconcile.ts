@@ -1,31 +1,39 @@
 /**
  * Reconcile(cluster) as observe → plan → act. It observes current state in the caches, asks shared's
- * pure planner (plan-reconcile.ts) what to write, and makes at most three kinds of writes, each a single
- * JSON Patch with `test` preconditions:
+ * pure planner (plan-reconcile.ts) what to write, and makes at most four kinds of writes, each a single
+ * JSON Patch with `test` preconditions (or a create / a delete with preconditions):
  *   1. spec.configMetaGenerator + 1 when what the pods would see changed and no regeneration is pending;
- *   2. the configmeta annotations of each member pod that does not hold the current document;
- *   3. /status, only when it differs.
+ *   2. the cluster's private Secret (Secret values for root in the pod) when its content changed —
+ *      before the pods, so the kubelet's sync for the pod update finds it current;
+ *   3. the configmeta annotations of each member pod that does not hold the current document;
+ *   4. /status, only when it differs.
  * A refused precondition or any failure throws: the work queue retries the key with backoff, against
  * fresher caches. Nothing here sleeps or loops on a stale copy.
  */
 import {
+  clusterTarget,
   deliveryOutcome,
   errorMessage,
+  errorStatus,
   isConflict,
   membersOf,
   planReconcile,
+  privateConfigMetaSecretName,
   planStatus,
   resolveApp,
   resolveConnections,
   splitKey,
   type CachedPod,
+  type CachedPrivateSecret,
   type EventInput,
   type KDCluster,
   type Logger,
   type Observation,
   type PatchOp,
   type PodWriteResults,
+  type PrivateSecretWrite,
   type ReconcilePlan,
+  type SecretBody,
   type World,
 } from '@kd-connections/shared';
 
@@ -35,12 +43,15 @@ export interface Writes {
   patchClusterStatus(namespace: string, name: string, ops: PatchOp[]): Promise<KDCluster>;
   /** Returns the pod's new resourceVersion. */
   patchPod(namespace: string, name: string, ops: PatchOp[]): Promise<string | undefined>;
+  createSecret(namespace: string, body: SecretBody): Promise<void>;
+  patchSecret(namespace: string, name: string, ops: PatchOp[]): Promise<void>;
+  /** Deletes only the object with this uid (and resourceVersion, when given). */
+  deleteSecret(namespace: string, name: string, pre: { uid: string; resourceVersion?: string }): Promise<void>;
 }
 
 export interface ReconcileOptions {
   systemNamespace: string;
   secretConnections: boolean;
-  inlineSecretValues: boolean;
   clusterDomain: string;
   /** Pod patches in flight at once for one cluster. */
   podConcurrency: number;
@@ -52,6 +63,11 @@ export interface ReconcileDeps {
   world: World;
   writes: Writes;
   events: { record(e: EventInput): void };
+  /** The private Secrets (metadata only) and the key of their content MAC; absent without Secret connections. */
+  privateSecrets?: {
+    get(namespace: string, name: string): CachedPrivateSecret | undefined;
+    key(): Uint8Array | undefined;
+  };
   log: Logger;
   opts: ReconcileOptions;
   now?: () => Date;
@@ -73,10 +89,12 @@ export type ReconcileOutcome = {
   bumped?: { from: number; to: number };
   podsWritten: number;
   statusWritten: boolean;
+  /** The private Secret write made, if any. */
+  privateSecret?: PrivateSecretWrite['kind'];
 };
 
 /** The key expectations use for an object we write. */
-export function writeKey(kind: 'kdcluster' | 'pod', key: string): string {
+export function writeKey(kind: 'kdcluster' | 'pod' | 'secret', key: string): string {
   return `${kind}:${key}`;
 }
 
@@ -94,18 +112,21 @@ async function observe(key: string, d: ReconcileDeps): Promise<Observation | num
   const cluster = d.getCluster(namespace, name);
   if (!cluster || cluster.metadata.deletionTimestamp) return undefined;
   const pods = (await d.world.podsOf(namespace, name)) as CachedPod[];
+  const privateName = privateConfigMetaSecretName(name);
   // Acting on a view that predates our own last writes would repeat them (and trip their preconditions).
   const wait =
     d.pendingWrites?.([
       writeKey('kdcluster', key),
       ...pods.map((p) => writeKey('pod', `${namespace}/${p.metadata.name}`)),
+      ...(d.privateSecrets ? [writeKey('secret', `${namespace}/${privateName}`)] : []),
     ]) ?? 0;
   if (wait > 0) return wait;
+  const privateSecret = d.privateSecrets?.get(namespace, privateName);
   const own = await resolveApp(d.world, namespace, cluster.spec ?? {}, d.opts.systemNamespace);
   const resolved = await resolveConnections(cluster, own, d.world, d.opts);
   const members = membersOf(cluster, own?.app, pods, d.opts);
   const now = (d.now ?? (() => new Date()))().toISOString();
-  return { cluster, own, resolved, members, pods, now };
+  return { cluster, own, resolved, members, pods, now, ...(privateSecret ? { privateSecret } : {}) };
 }
 
 export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<ReconcileOutcome> {
@@ -113,7 +134,8 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
   const o = await observe(key, d);
   if (o === undefined) return outcome;
   if (typeof o === 'number') return { ...outcome, deferredMs: o };
-  const plan = planReconcile(o, d.opts);
+  const privateKey = d.privateSecrets?.key();
+  const plan = planReconcile(o, { systemNamespace: d.opts.systemNamespace, ...(privateKey ? { privateKey } : {}) });
   if (plan.appProblem) {
     outcome.statusWritten = await writeStatus(o.cluster, planStatus(o.cluster, o, plan.appProblem, undefined), d);
     return outcome;
@@ -127,6 +149,8 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
     outcome.bumped = { from: plan.bump.from, to: plan.bump.to };
   }
   record(d, plan.events);
+  const privateFailure = plan.privateSecret && (await writePrivateSecret(cluster, plan.privateSecret, d));
+  if (plan.privateSecret && !privateFailure) outcome.privateSecret = plan.privateSecret.kind;
   const results = await writePods(cluster, plan, d);
   outcome.podsWritten = results.written.length;
   const { delivery, events } = deliveryOutcome(plan, results, o);
@@ -134,6 +158,7 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
   outcome.statusWritten = await writeStatus(cluster, planStatus(cluster, o, undefined, delivery), d);
   const failed = Object.keys(results.failed).sort();
   if (failed.length > 0) throw new RetryableError(`configmeta not delivered to ${failed.join(', ')}`);
+  if (privateFailure) throw privateFailure;
   if (outcome.podsWritten > 0 || outcome.bumped)
     log.info('configmeta delivered', {
       generator: plan.generator,
@@ -155,6 +180,40 @@ async function bump(cluster: KDCluster, ops: PatchOp[], d: ReconcileDeps): Promi
     if (isConflict(e))
       throw new RetryableError(`configMetaGenerator of ${namespace}/${name} moved on since it was read; retrying`);
     throw e;
+  }
+}
+
+/**
+ * Creates, patches or deletes the private Secret. A failure does not hold back the public delivery: it
+ * is returned, thrown after the pods and status are written, and the key is retried with backoff. The
+ * Warning names the Secret and the HTTP status only — an API message about a Secret write could quote
+ * what the patch carried.
+ */
+async function writePrivateSecret(
+  cluster: KDCluster,
+  w: PrivateSecretWrite,
+  d: ReconcileDeps,
+): Promise<Error | undefined> {
+  const namespace = cluster.metadata.namespace ?? '';
+  try {
+    if (w.kind === 'create') await d.writes.createSecret(namespace, w.body);
+    else if (w.kind === 'patch') await d.writes.patchSecret(namespace, w.name, w.ops);
+    else await d.writes.deleteSecret(namespace, w.name, { uid: w.uid, resourceVersion: w.resourceVersion });
+    return undefined;
+  } catch (e) {
+    // Already gone (a stale cache after our own delete, or someone else's): what the delete wanted.
+    if (w.kind === 'delete' && errorStatus(e) === 404) return undefined;
+    const what = `private configmeta Secret ${w.name} (${w.kind})`;
+    if (isConflict(e)) return new RetryableError(`${what}: changed since it was read; retrying`);
+    const code = errorStatus(e);
+    d.events.record({
+      regarding: clusterTarget(cluster),
+      type: 'Warning',
+      reason: 'PrivateConfigMetaFailed',
+      action: 'Deliver',
+      note: `${what} failed${code ? ` with HTTP ${code}` : ''}; retrying with backoff`,
+    });
+    return new Error(`${what} failed${code ? ` with HTTP ${code}` : ''}`);
   }
 }
 

@@ -94,7 +94,6 @@ export class ReconcilerService {
       systemNamespace: cfg.systemNamespace,
       metricsPort: this.probes.port,
       secretConnections: cfg.secretConnections,
-      inlineSecretValues: cfg.inlineSecretValues,
       reconnectHook: cfg.reconnectHook,
     });
     // Nothing is watched, led or written while KubeDirector is found (the probes answer meanwhile).

@@ -46,7 +46,6 @@ describe('reconciler configuration', () => {
       retryPeriodMs: 2_000,
       identity: 'r1',
       secretConnections: true,
-      inlineSecretValues: false,
       reconnectHook: false,
       reconnectTimeoutMs: 120_000,
       clusterDomain: 'cluster.local',
@@ -80,9 +79,13 @@ describe('reconciler configuration', () => {
     });
   });
 
+  it('no longer knows --inline-secret-values: Secret values never enter the public document', () => {
+    expect(() => loadConfig(['--inline-secret-values=true'], {})).toThrow(/inline-secret-values/);
+  });
+
   it('accepts booleans as admission does: true/false, 1/0, yes/no; on/off nowhere', () => {
     expect(loadConfig([], { KD_SECRET_CONNECTIONS: 'no' }).secretConnections).toBe(false);
-    expect(loadConfig(['--inline-secret-values=YES'], {}).inlineSecretValues).toBe(true);
+    expect(loadConfig(['--leader-elect=YES'], { KD_LEADER_ELECT: 'no' }).leaderElect).toBe(true);
     expect(() => loadConfig([], { KD_SECRET_CONNECTIONS: 'off' })).toThrow(
       '--secret-connections (from $KD_SECRET_CONNECTIONS) must be true or false, got "off"',
     );

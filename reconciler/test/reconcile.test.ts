@@ -15,14 +15,19 @@ import {
   LABEL_ROLE,
   LABEL_SECRET_TYPE,
   objectKey,
+  PRIVATE_SECRET_KEY_CONFIGMETA,
+  PRIVATE_SECRET_KEY_PLATFORM,
+  privateConfigMetaSecretName,
   silentLogger,
   trimPod,
+  trimPrivateSecret,
   type ConfigMapLike,
   type EventInput,
   type KDApp,
   type KDCluster,
   type PatchOp,
   type PodLike,
+  type SecretBody,
   type SecretLike,
   type World,
 } from '@kd-connections/shared';
@@ -36,6 +41,9 @@ class FakeApi {
   cms = new Map<string, ConfigMapLike>();
   secrets = new Map<string, SecretLike>();
   pods = new Map<string, PodLike>();
+  /** Private Secrets as the API server holds them (data included); the cache view is trimPrivateSecret. */
+  privateSecrets = new Map<string, SecretBody & { metadata: { uid?: string; resourceVersion?: string } }>();
+  failSecretWrites: KubeApiError | undefined;
   writes: string[] = [];
   events: EventInput[] = [];
   failPods = new Set<string>();
@@ -55,6 +63,10 @@ class FakeApi {
           422,
           'Invalid',
           `PATCH ${what}: 422 Invalid the server rejected our request due to an error in our request`,
+          undefined,
+          undefined,
+          // What KubeClient.jsonPatch reports once its dry run of the tests alone failed too.
+          'test-failed',
         );
       }
       throw e;
@@ -86,7 +98,6 @@ class FakeApi {
       opts: {
         systemNamespace: 'kd-system',
         secretConnections: true,
-        inlineSecretValues: false,
         clusterDomain: 'cluster.local',
         podConcurrency: 2,
       },
@@ -114,8 +125,56 @@ class FakeApi {
           this.writes.push(`pod ${n}`);
           return next.metadata.resourceVersion;
         },
+        createSecret: async (ns, body) => {
+          if (this.failSecretWrites) throw this.failSecretWrites;
+          const key = objectKey(ns, body.metadata.name);
+          if (this.privateSecrets.has(key))
+            throw new KubeApiError(409, 'AlreadyExists', `secrets "${body.metadata.name}" already exists`);
+          const uid = `uid-secret-${this.nextRv()}`;
+          this.privateSecrets.set(key, {
+            ...structuredClone(body),
+            metadata: { ...body.metadata, uid, resourceVersion: this.nextRv() },
+          });
+          this.writes.push(`secret create ${body.metadata.name}`);
+        },
+        patchSecret: async (ns, n, ops) => {
+          if (this.failSecretWrites) throw this.failSecretWrites;
+          const key = objectKey(ns, n);
+          this.privateSecrets.set(key, this.apply(this.privateSecrets.get(key)!, ops, key));
+          this.writes.push(`secret patch ${n}`);
+        },
+        deleteSecret: async (ns, n, pre) => {
+          const key = objectKey(ns, n);
+          const cur = this.privateSecrets.get(key);
+          if (!cur) throw new KubeApiError(404, 'NotFound', `secrets "${n}" not found`);
+          if (cur.metadata.uid !== pre.uid) throw new KubeApiError(409, 'Conflict', 'precondition failed');
+          this.privateSecrets.delete(key);
+          this.writes.push(`secret delete ${n}`);
+        },
       },
     };
+  }
+
+  /** deps() with Secret connections on: the private Secret is planned and written. */
+  privateDeps(): ReconcileDeps {
+    return {
+      ...this.deps(),
+      privateSecrets: {
+        get: (ns, n) => {
+          const s = this.privateSecrets.get(objectKey(ns, n));
+          return s && trimPrivateSecret(s as never);
+        },
+        key: () => Buffer.alloc(32, 7),
+      },
+    };
+  }
+
+  /** The private document as root in the pod would read it. */
+  privateDoc(cluster: string): { doc: Record<string, any>; platform: string } | undefined {
+    const s = this.privateSecrets.get(objectKey(NS, privateConfigMetaSecretName(cluster)));
+    if (!s) return undefined;
+    const text = (k: string) => Buffer.from(s.data[k]!, 'base64').toString('utf8');
+    return { doc: JSON.parse(text(PRIVATE_SECRET_KEY_CONFIGMETA)), platform: text(PRIVATE_SECRET_KEY_PLATFORM) };
   }
 }
 
@@ -174,6 +233,7 @@ beforeEach(() => {
       labels: { [LABEL_SECRET_TYPE]: 'scm' },
     },
     keys: ['token'],
+    data: { token: Buffer.from('tok-1').toString('base64') },
   });
   api.clusters.set(`${NS}/t`, cluster('t', 'trainer'));
   api.clusters.set(`${NS}/a`, cluster('a', 'nb', { clusters: ['t'], configmaps: ['model'], secrets: ['creds'] }));
@@ -369,5 +429,103 @@ describe('reconcileCluster', () => {
     };
     await expect(reconcileCluster(`${NS}/a`, deps)).rejects.toThrow('configmeta not delivered to a-0');
     expect(api.pods.get(`${NS}/a-0`)!.metadata.annotations![ANNOTATION_CONFIGMETA_HASH]).toBe('f'.repeat(64));
+  });
+});
+
+describe('the private Secret (Secret connections on)', () => {
+  const NAME = privateConfigMetaSecretName('a');
+  const setToken = (v: string) => {
+    const s = api.secrets.get(`${NS}/creds`)!;
+    api.secrets.set(`${NS}/creds`, { ...s, data: { token: Buffer.from(v).toString('base64') }, dataMac: v });
+  };
+
+  it('is created before the pods are written, owned by the cluster, with the values; the pods never see them', async () => {
+    const out = await reconcileCluster(`${NS}/a`, api.privateDeps());
+    expect(out.privateSecret).toBe('create');
+    expect(api.writes[0]).toBe(`secret create ${NAME}`);
+    const s = api.privateSecrets.get(`${NS}/${NAME}`)!;
+    expect(s.metadata.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'KubeDirectorCluster',
+        name: 'a',
+        uid: 'uid-a',
+        controller: true,
+        blockOwnerDeletion: false,
+      }),
+    ]);
+    const { doc, platform } = api.privateDoc('a')!;
+    expect(doc.connections.secrets.scm[0].data).toEqual({ token: Buffer.from('tok-1').toString('base64') });
+    expect(Object.keys(doc.connections.clusters)).toEqual(['t']);
+    expect(JSON.parse(platform)).toEqual({});
+    for (const p of ['a-0', 'a-1', 'a-2'])
+      expect(JSON.stringify(ann(p))).not.toContain(Buffer.from('tok-1').toString('base64'));
+  });
+
+  it('unchanged content: no write (the MAC annotation says so); changed value: one guarded patch', async () => {
+    await reconcileCluster(`${NS}/a`, api.privateDeps());
+    api.writes = [];
+    expect((await reconcileCluster(`${NS}/a`, api.privateDeps())).privateSecret).toBeUndefined();
+    expect(api.writes).toEqual([]);
+    setToken('tok-2');
+    const out = await reconcileCluster(`${NS}/a`, api.privateDeps());
+    expect(out.privateSecret).toBe('patch');
+    expect(api.writes.filter((w) => w.startsWith('secret'))).toEqual([`secret patch ${NAME}`]);
+    expect(api.privateDoc('a')!.doc.connections.secrets.scm[0].data.token).toBe(
+      Buffer.from('tok-2').toString('base64'),
+    );
+  });
+
+  it('a patch against a stale copy is refused by its test and retried, never applied', async () => {
+    await reconcileCluster(`${NS}/a`, api.privateDeps());
+    const deps = api.privateDeps();
+    const stale = deps.privateSecrets!.get(NS, NAME)!;
+    api.privateSecrets.get(`${NS}/${NAME}`)!.metadata.resourceVersion = '999';
+    deps.privateSecrets = { ...deps.privateSecrets!, get: () => stale };
+    setToken('tok-3');
+    await expect(reconcileCluster(`${NS}/a`, deps)).rejects.toThrow(RetryableError);
+    expect(api.privateDoc('a')!.doc.connections.secrets.scm[0].data.token).toBe(
+      Buffer.from('tok-1').toString('base64'),
+    );
+  });
+
+  it('is deleted (uid precondition) when the cluster no longer connects a Secret', async () => {
+    await reconcileCluster(`${NS}/a`, api.privateDeps());
+    const c = api.clusters.get(`${NS}/a`)!;
+    api.clusters.set(`${NS}/a`, { ...c, spec: { ...c.spec, connections: { clusters: ['t'], configmaps: ['model'] } } });
+    const out = await reconcileCluster(`${NS}/a`, api.privateDeps());
+    expect(out.privateSecret).toBe('delete');
+    expect(api.privateSecrets.size).toBe(0);
+  });
+
+  it('a delete planned from a stale cache finds it gone: done, no error, no event', async () => {
+    await reconcileCluster(`${NS}/a`, api.privateDeps());
+    const deps = api.privateDeps();
+    const stale = deps.privateSecrets!.get(NS, NAME)!;
+    deps.privateSecrets = { ...deps.privateSecrets!, get: () => stale };
+    api.privateSecrets.clear();
+    const c = api.clusters.get(`${NS}/a`)!;
+    api.clusters.set(`${NS}/a`, { ...c, spec: { ...c.spec, connections: { clusters: ['t'] } } });
+    api.events = [];
+    await expect(reconcileCluster(`${NS}/a`, deps)).resolves.toMatchObject({ privateSecret: 'delete' });
+    expect(api.events.filter((e) => e.type === 'Warning')).toEqual([]);
+  });
+
+  it('a failed write does not hold back the pods; a Warning names the Secret and the status code only', async () => {
+    api.failSecretWrites = new KubeApiError(403, 'Forbidden', 'secrets is forbidden: tok-1 quoted here');
+    await expect(reconcileCluster(`${NS}/a`, api.privateDeps())).rejects.toThrow(
+      `private configmeta Secret ${NAME} (create) failed with HTTP 403`,
+    );
+    expect(api.writes.filter((w) => w.startsWith('pod'))).toHaveLength(3);
+    const warning = api.events.find((e) => e.reason === 'PrivateConfigMetaFailed')!;
+    expect(warning.note).toBe(`private configmeta Secret ${NAME} (create) failed with HTTP 403; retrying with backoff`);
+  });
+
+  it('a Secret left by an earlier cluster of the same name is deleted first', async () => {
+    await reconcileCluster(`${NS}/a`, api.privateDeps());
+    const c = api.clusters.get(`${NS}/a`)!;
+    api.clusters.set(`${NS}/a`, { ...c, metadata: { ...c.metadata, uid: 'uid-a-2' } });
+    expect((await reconcileCluster(`${NS}/a`, api.privateDeps())).privateSecret).toBe('delete');
+    expect((await reconcileCluster(`${NS}/a`, api.privateDeps())).privateSecret).toBe('create');
+    expect(api.privateSecrets.get(`${NS}/${NAME}`)!.metadata.ownerReferences[0]!.uid).toBe('uid-a-2');
   });
 });

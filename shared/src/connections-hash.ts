@@ -46,7 +46,7 @@ export function configMapDigest(cm: ConfigMapLike): string {
 }
 
 export function secretDigest(s: SecretLike): string {
-  return contentHash({ entry: renderSecretEntry(s, {}), uid: s.metadata.uid, dataMac: s.dataMac });
+  return contentHash({ entry: renderSecretEntry(s), uid: s.metadata.uid, dataMac: s.dataMac });
 }
 
 /** The hash over all connected objects' digests ("Kind/name" → digest). */

@@ -16,6 +16,8 @@ export * from './annotation-size.js';
 export * from './trim-object.js';
 export * from './members.js';
 export * from './render-configmeta.js';
+export * from './render-private-configmeta.js';
+export * from './plan-private-secret.js';
 export * from './resolve-connections.js';
 export * from './reverse-index.js';
 export * from './pod-volume.js';

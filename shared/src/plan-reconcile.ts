@@ -20,7 +20,9 @@ import { sectionPatch, setAnnotationsPatch, type PatchOp } from './json-patch.js
 import type { EventInput } from './k8s/event-recorder.js';
 import { appSearchDescription, type ResolvedApp } from './lookup.js';
 import { nodeIdStateOf, type Member } from './members.js';
-import { renderConfigMetaForMembers, renderConnections, type RenderOptions } from './render-configmeta.js';
+import { planPrivateSecret, type CachedPrivateSecret, type PrivateSecretWrite } from './plan-private-secret.js';
+import { renderConfigMetaForMembers, renderConnections } from './render-configmeta.js';
+import { renderPrivateFiles } from './render-private-configmeta.js';
 import type { ResolvedConnections } from './resolve-connections.js';
 import type { CachedPod } from './trim-object.js';
 import {
@@ -38,12 +40,19 @@ export interface Observation {
   resolved: ResolvedConnections;
   members: Member[];
   pods: CachedPod[];
+  /** The cluster's private Secret as cached (metadata only), when it exists. */
+  privateSecret?: CachedPrivateSecret;
   /** ISO time for condition transitions. */
   now: string;
 }
 
-export interface PlanOptions extends RenderOptions {
+export interface PlanOptions {
   systemNamespace: string;
+  /**
+   * The reconciler's digest key, present when Secret connections are on: the private Secret is planned
+   * only then (without them the reconciler may not touch Secrets).
+   */
+  privateKey?: Uint8Array;
 }
 
 export interface PodWrite {
@@ -60,6 +69,8 @@ export interface ReconcilePlan {
   generator: number;
   /** Members that already hold the configmeta of `generator`. */
   synced: string[];
+  /** The write that brings the private Secret to the current private document, if any is needed. */
+  privateSecret?: PrivateSecretWrite;
   /** One patch per member pod that does not; empty when configmeta does not fit (`tooLargeBytes`). */
   podWrites: PodWrite[];
   /** Set when configmeta does not fit in a pod's annotations: its size in bytes. Nothing is then written. */
@@ -87,8 +98,15 @@ export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan 
   }
   const decided = decideBump(cluster, resolved.hash);
   const bump = decided && { ...decided, ...regenerationEvents(cluster, resolved, decided.from, decided.to) };
-  const plan = planDelivery(o, own, bump?.to ?? generator, opts);
-  return { ...plan, ...(bump ? { bump } : {}) };
+  const plan = planDelivery(o, own, bump?.to ?? generator);
+  const privateSecret = opts.privateKey && planPrivate(o, own, opts.privateKey);
+  return { ...plan, ...(bump ? { bump } : {}), ...(privateSecret ? { privateSecret } : {}) };
+}
+
+function planPrivate(o: Observation, own: ResolvedApp, key: Uint8Array): PrivateSecretWrite | undefined {
+  const self = { cluster: o.cluster, app: own.app, members: o.members };
+  const files = renderPrivateFiles(o.resolved.connected, o.cluster.spec?.connections, self);
+  return planPrivateSecret(o.cluster, files, o.privateSecret, key);
 }
 
 /** Every member gets the configmeta of `generator`; pods that hold it already are skipped. */
@@ -96,9 +114,8 @@ function planDelivery(
   o: Observation,
   own: ResolvedApp,
   generator: number,
-  opts: PlanOptions,
-): Omit<ReconcilePlan, 'bump' | 'appProblem'> {
-  const connections = renderConnections(o.resolved.connected, opts, o.cluster.spec?.connections);
+): Omit<ReconcilePlan, 'bump' | 'appProblem' | 'privateSecret'> {
+  const connections = renderConnections(o.resolved.connected, {}, o.cluster.spec?.connections);
   const docs = renderConfigMetaForMembers(o.cluster, own.app, o.members, connections);
   const byName = new Map(o.pods.map((p) => [p.metadata.name ?? '', p]));
   const synced: string[] = [];

@@ -7,7 +7,8 @@
  * - every member appears once (KubeDirector repeated the last member of a connected role);
  * - references inside an embedded connected cluster point into that cluster (all refkeys prefixed);
  * - of a Secret only its name, its type label and its keys are shown (an allow-list: an annotation or
- *   another label could quote a value); values only when inlining was explicitly chosen;
+ *   another label could quote a value); the values reach root in the pod through the private document
+ *   (render-private-configmeta.ts), never this one;
  * - kubectl's last-applied-configuration annotation is never copied (for a Secret it holds the values).
  */
 import type { Member } from './members.js';
@@ -48,6 +49,8 @@ export interface RoleEntry {
   fqdns: string[];
   fqdn_mappings: Record<string, string>;
   flavor: { storage: string; name: string; memory: string; description: string; cores: string };
+  /** Only in the private document, only when the role has any (KubeDirector omits the key when empty). */
+  secret_keys?: Record<string, string>;
 }
 
 export interface NodeEntry {
@@ -120,8 +123,10 @@ export interface ConnectedObjects {
 }
 
 export interface RenderOptions {
-  /** Put Secret values (base64, as stored) into configmeta. Off by default: every member can read it. */
-  inlineSecretValues?: boolean;
+  /** How a connected Secret is rendered: redacted (the public document) unless the private document says. */
+  secretEntry?: (s: SecretLike) => ConnectedObjectEntry;
+  /** Render connected clusters' role `secret_keys` (the private document only). */
+  secretKeys?: boolean;
 }
 
 const NODEGROUP = '1';
@@ -213,6 +218,23 @@ export function blockDevicePaths(cluster: KDCluster, role: string): string[] | u
 }
 
 /**
+ * A role's `secret_keys` as KubeDirector renders them: name → value of the role's `secretKeys`. KubeDirector
+ * stores them encrypted with the master key of its KubeDirectorConfig and decrypts them here, dropping
+ * any it cannot decrypt; kd-connections reads no KubeDirectorConfig, so only entries with a plain `value`
+ * (as submitted, when KubeDirector's webhook did not encrypt them) are rendered. Undefined when none.
+ */
+export function roleSecretKeys(cluster: KDCluster, role: string): Record<string, string> | undefined {
+  const list = roleSpec(cluster, role)?.secretKeys;
+  if (!Array.isArray(list)) return undefined;
+  const entries: [string, string][] = [];
+  for (const k of list as { name?: unknown; value?: unknown }[]) {
+    if (typeof k?.name === 'string' && k.name !== '' && typeof k.value === 'string' && k.value !== '')
+      entries.push([k.name, k.value]);
+  }
+  return entries.length > 0 ? goMap(entries) : undefined;
+}
+
+/**
  * The roles configmeta lists services for: the roles the cluster declares plus any role a member pod
  * carries (KubeDirector lists a declared role's services even when it has no member yet).
  */
@@ -227,7 +249,7 @@ export function renderClusterSection(
   cluster: KDCluster,
   app: KDApp,
   members: Member[],
-  opts: { prefix?: string[] } = {},
+  opts: { prefix?: string[]; secretKeys?: boolean } = {},
 ): ClusterSection {
   const prefix = opts.prefix ?? [];
   const spec = app.spec ?? {};
@@ -253,6 +275,7 @@ export function renderClusterSection(
     if (rm.length === 0) continue;
     const fqdns = rm.map((m) => m.fqdn);
     const limits = roleSpec(cluster, role)?.resources?.limits ?? {};
+    const secretKeys = opts.secretKeys ? roleSecretKeys(cluster, role) : undefined;
     const svcEntries: [string, ServiceEntry][] = [];
     for (const sid of servicesOfRole(app, role)) {
       const svc = byId.get(sid);
@@ -288,6 +311,7 @@ export function renderClusterSection(
           description: 'n/a',
           cores: cores(limits.cpu),
         },
+        ...(secretKeys ? { secret_keys: secretKeys } : {}),
       },
     ]);
   }
@@ -317,9 +341,9 @@ export function renderClusterSection(
  * A connected cluster as another cluster's configmeta embeds it: one hop deep, no node. Its services keep
  * KubeDirector's `authToken` key (empty: no token exists here).
  */
-export function renderEmbeddedCluster(c: ConnectedCluster): EmbeddedCluster {
+export function renderEmbeddedCluster(c: ConnectedCluster, opts: { secretKeys?: boolean } = {}): EmbeddedCluster {
   return {
-    ...renderClusterSection(c.cluster, c.app, c.members, { prefix: ['connections', 'clusters', c.name] }),
+    ...renderClusterSection(c.cluster, c.app, c.members, { ...opts, prefix: ['connections', 'clusters', c.name] }),
     node: null,
     connections: { clusters: null, configmaps: null, secrets: null },
   };
@@ -348,17 +372,19 @@ export function renderConfigMapEntry(cm: ConfigMapLike): ConnectedObjectEntry {
   };
 }
 
-/** Name, label and annotation values are Go []byte in KubeDirector's Secret entry, hence base64. */
-export function renderSecretEntry(s: SecretLike, opts: RenderOptions): ConnectedObjectEntry {
-  const inline = opts.inlineSecretValues === true && s.data !== undefined;
+/**
+ * A connected Secret in the public document: name, type label and keys, values empty and marked
+ * redacted. Name and label values are Go []byte in KubeDirector's Secret entry, hence base64.
+ */
+export function renderSecretEntry(s: SecretLike): ConnectedObjectEntry {
   const keys = [...s.keys].sort();
   const type = s.metadata.labels?.[LABEL_SECRET_TYPE];
   return {
     annotations: {},
-    data: Object.fromEntries(keys.map((k) => [k, inline ? (s.data![k] ?? '') : ''])),
+    data: Object.fromEntries(keys.map((k) => [k, ''])),
     labels: goBytesMap(type === undefined ? {} : { [LABEL_SECRET_TYPE]: type }),
     metadata: { name: goBytes(s.metadata.name ?? '') },
-    ...(inline ? {} : { redacted: true }),
+    redacted: true,
   };
 }
 
@@ -396,9 +422,11 @@ export function renderConnections(
   order?: Connections,
 ): ConfigMetaConnections {
   return {
-    clusters: goMap(connected.clusters.map((c) => [c.name, renderEmbeddedCluster(c)])),
+    clusters: goMap(
+      connected.clusters.map((c) => [c.name, renderEmbeddedCluster(c, { secretKeys: opts.secretKeys === true })]),
+    ),
     configmaps: groupBy(connected.configmaps, LABEL_CM_TYPE, renderConfigMapEntry, order?.configmaps),
-    secrets: groupBy(connected.secrets, LABEL_SECRET_TYPE, (s) => renderSecretEntry(s, opts), order?.secrets),
+    secrets: groupBy(connected.secrets, LABEL_SECRET_TYPE, opts.secretEntry ?? renderSecretEntry, order?.secrets),
   };
 }
 

@@ -2,8 +2,8 @@
  * What the caches keep of each object, in one place. Every cache stores less than the API server sends:
  * managedFields and kubectl's last-applied copy cost memory and are never read (and for a Secret the
  * last-applied copy quotes the values); ConfigMaps and Secrets read for their labels keep identity and
- * labels only; a connected Secret keeps identity, labels, keys and a keyed MAC of its data (an allow-list:
- * no annotation, which could quote a value); member pods keep what rendering and delivery read, which
+ * labels only; a connected Secret keeps what the private document renders and a keyed MAC of its data
+ * (no managedFields, no last-applied copy); member pods keep what rendering and delivery read, which
  * keeps 10,000 cached pods small.
  */
 import { annotationsSize } from './annotation-size.js';
@@ -53,21 +53,26 @@ export function metaOnly(obj: { apiVersion?: string; kind?: string; metadata?: R
 }
 
 export interface TrimSecretOptions {
-  /** Keep the values (base64, as stored): only when inlining them into configmeta was opted into. */
-  inlineValues: boolean;
   /** The reconciler's digest key (secretDataMac). */
   key: Uint8Array;
 }
 
-/** A Secret as the reconciler keeps it: identity, labels, keys and a MAC of the values; the values only when inlined. */
+/**
+ * A connected Secret as the reconciler keeps it: what the private document renders (identity, labels,
+ * annotations but the last-applied copy, the values) and a MAC of the values for change detection.
+ * Nothing of it reaches the API but the per-cluster private Secret, which only root in the pod reads.
+ */
 export function trimSecret(o: { metadata?: Record<string, unknown> }, opts: TrimSecretOptions): SecretLike {
-  const data = (o as { data?: Record<string, string> }).data ?? {};
+  const data = (o as { data?: Record<string, string> }).data;
   const { metadata } = metaOnly(o);
+  const annotations = o.metadata?.annotations as Record<string, string> | undefined;
+  const kept = Object.entries(annotations ?? {}).filter(([k]) => !isDroppedAnnotation(k));
+  if (kept.length > 0) metadata.annotations = Object.fromEntries(kept);
   return {
     metadata,
-    keys: Object.keys(data).sort(),
-    dataMac: secretDataMac(opts.key, metadata.uid, data),
-    ...(opts.inlineValues ? { data: { ...data } } : {}),
+    keys: Object.keys(data ?? {}).sort(),
+    dataMac: secretDataMac(opts.key, metadata.uid, data ?? {}),
+    ...(data ? { data: { ...data } } : {}),
   };
 }
 

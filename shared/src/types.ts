@@ -245,7 +245,7 @@ export interface SecretLike {
    * regeneration while a metadata-only write (managedFields, a server-side apply switch) does not.
    */
   dataMac?: string;
-  /** base64 values, present only when inlining was opted into. */
+  /** base64 values as stored: the reconciler's cache keeps them for the private document only. */
   data?: Record<string, string>;
 }
 

@@ -2,12 +2,15 @@
  * Differential test: for a table of clusters, every member's configmeta as kd-connections renders it
  * (resolve → render, the reconciler's path) is compared field by field — key order included, since
  * configcli lists keys in file order — with the document KubeDirector's rules give for the same objects
- * (kubedirector-reference.ts). Every difference must match one entry of ALLOWED below, and every entry
- * must be needed by some case (so the list never goes stale).
+ * (kubedirector-reference.ts). Two views are compared: what any process reads (the public document) and
+ * what configcli gives root (the private document merged over it, configcli's shallow dict.update).
+ * Every difference must match one entry of ALLOWED below for that view, and every entry must be needed
+ * by some case (so the list never goes stale).
  */
 import { describe, expect, it } from '@jest/globals';
 import { membersOf } from '../src/members.js';
 import { renderConfigMetaForMembers, renderConnections } from '../src/render-configmeta.js';
+import { renderPrivateFiles } from '../src/render-private-configmeta.js';
 import { resolveConnections } from '../src/resolve-connections.js';
 import type { ConfigMapLike, Connections, KDApp, KDCluster, KDClusterRole } from '../src/types.js';
 import type { Json } from './configcli-reader.js';
@@ -24,6 +27,7 @@ import {
   secret,
 } from './fixtures.js';
 import {
+  DECRYPTED_BY_KUBEDIRECTOR,
   GENERATED_TOKEN,
   kubedirectorConfigmeta,
   type KdClusterState,
@@ -67,7 +71,9 @@ const under = (d: Diff, ...prefix: (string | RegExp)[]) =>
  * The allowed differences. The first four are the documented bug fixes; the rest are remaining
  * differences, each with its reason.
  */
-const ALLOWED: { name: string; why: string; matches: (d: Diff) => boolean }[] = [
+type View = 'non-root' | 'root';
+
+const ALLOWED: { name: string; why: string; views?: View[]; matches: (d: Diff) => boolean }[] = [
   {
     name: 'connected-member-repeated',
     why: 'KubeDirector (Go 1.18 range variable) lists the last member of a connected role once per member; every member appears once here',
@@ -103,6 +109,7 @@ const ALLOWED: { name: string; why: string; matches: (d: Diff) => boolean }[] = 
   {
     name: 'secret-values-not-public',
     why: 'Secret values never enter the public document (they reach root in the container through the private file); the public entry keeps name, type label and keys',
+    views: ['non-root'],
     matches: (d) =>
       under(d, 'connections', 'secrets', /./, /^\d+$/) &&
       (d.path[4] === 'data' ||
@@ -111,8 +118,20 @@ const ALLOWED: { name: string; why: string; matches: (d: Diff) => boolean }[] = 
         (d.path.length === 5 && d.path[4] === '<key order>')),
   },
   {
+    name: 'secret-keys-private',
+    why: 'role secret_keys are values: they reach root through the private file (its nodegroups / connections sections), never the public document',
+    views: ['non-root'],
+    matches: (d) => d.path.at(-1) === 'secret_keys' && d.ours === undefined,
+  },
+  {
+    name: 'secret-keys-encrypted-dropped',
+    why: "remaining: a secretKeys entry KubeDirector's webhook encrypted (encryptedValue) is decrypted by KubeDirector with the master key of its KubeDirectorConfig; kd-connections reads no KubeDirectorConfig and drops it, as KubeDirector drops one it cannot decrypt",
+    views: ['root'],
+    matches: (d) => d.path.at(-2) === 'secret_keys' && d.kd === DECRYPTED_BY_KUBEDIRECTOR && d.ours === undefined,
+  },
+  {
     name: 'auth-token-not-generated',
-    why: 'remaining: KubeDirector generates a random token for hasAuthToken endpoints and annotates the member Service; kd-connections creates no Services and invents no token (authToken is "")',
+    why: 'remaining: KubeDirector generates a random token for hasAuthToken endpoints, keeps it in status.roles[].members[].authToken and annotates the member Service; kd-connections creates no Services, reads none, keeps no KubeDirector member status, and invents no token (authToken is "")',
     matches: (d) => d.path.at(-1) === 'authToken' && d.kd === GENERATED_TOKEN && d.ours === '',
   },
 ];
@@ -238,7 +257,16 @@ function catalogCase(): Case {
   // Workers scaled 12 → 9 → 11: ids 2..13 given, 5, 9 and 12 gone, 14 and 15 new (ids past 9, gaps).
   const workerIds = [2, 3, 4, 6, 7, 8, 10, 11, 13, 14, 15];
   const sparkRoles: KDClusterRole[] = [
-    { id: 'controller', members: 1, resources: { limits: { cpu: '1500m', memory: '1.5Gi' } } },
+    {
+      id: 'controller',
+      members: 1,
+      resources: { limits: { cpu: '1500m', memory: '1.5Gi' } },
+      // As submitted (plain value) and as KubeDirector's webhook leaves one (encrypted with its master key).
+      secretKeys: [
+        { name: 'admin-password', value: 'adm1n' },
+        { name: 'legacy-token', encryptedValue: 'q83vEjRWeJA=' },
+      ],
+    },
     { id: 'worker', members: workerIds.length, resources: { requests: { cpu: '2', memory: '4Gi' } } },
     { id: 'jupyter', members: 0 },
     {
@@ -272,7 +300,12 @@ function catalogCase(): Case {
     name: 'kafka',
     app: 'kafka-broker',
     roles: [
-      { id: 'zookeeper', members: 3, resources: { limits: { cpu: '1', memory: '2Gi' } } },
+      {
+        id: 'zookeeper',
+        members: 3,
+        resources: { limits: { cpu: '1', memory: '2Gi' } },
+        secretKeys: [{ name: 'zk-digest', value: 'super:xyz' }],
+      },
       { id: 'broker', members: 3, resources: { limits: { cpu: '2', memory: '8Gi' } } },
     ],
     members: {
@@ -360,11 +393,15 @@ function kdWorld(c: Case): KdWorld {
   };
 }
 
-async function kdConnectionsDocs(c: Case, own: string): Promise<Map<string, string>> {
+/** pod → the document each view reads: the public one, and root's (private merged over it, as configcli does). */
+async function kdConnectionsDocs(c: Case, own: string): Promise<Map<string, Record<View, Json>>> {
   const world = new MemoryWorld({
     apps: c.apps,
     configMaps: c.configMaps,
-    secrets: c.secrets.map((s) => secret(s.name, s.type, s.plain, { labels: s.labels, annotations: s.annotations })),
+    // As the reconciler's cache holds them: with the values (used for the private document only).
+    secrets: c.secrets.map((s) =>
+      secret(s.name, s.type, s.plain, { labels: s.labels, annotations: s.annotations, withValues: true }),
+    ),
   });
   for (const cc of c.clusters) {
     const all = Object.entries(cc.members).flatMap(([role, ms]) => ms.map(([p, id]) => ({ role, p, id })));
@@ -387,12 +424,20 @@ async function kdConnectionsDocs(c: Case, own: string): Promise<Map<string, stri
     systemNamespace: SYSTEM_NS,
   });
   const members = membersOf(self, ownApp, await world.podsOf(NS, own));
-  return renderConfigMetaForMembers(
+  const docs = renderConfigMetaForMembers(
     self,
     ownApp,
     members,
     renderConnections(resolved.connected, {}, self.spec.connections),
   );
+  const priv = renderPrivateFiles(resolved.connected, self.spec.connections, { cluster: self, app: ownApp, members });
+  const views = new Map<string, Record<View, Json>>();
+  for (const [podName, text] of docs) {
+    const root = JSON.parse(text) as Record<string, Json>;
+    if (priv) Object.assign(root, JSON.parse(priv.platform), JSON.parse(priv.configmeta));
+    views.set(podName, { 'non-root': JSON.parse(text) as Json, root });
+  }
+  return views;
 }
 
 // ---- the test -----------------------------------------------------------------------------------
@@ -409,18 +454,20 @@ describe('configmeta: kd-connections vs KubeDirector rules, field by field', () 
         const docs = await kdConnectionsDocs(c, own);
         const expectedPods = kd.clusters[own]!.roles.flatMap((r) => r.members.map((m) => m.pod)).sort();
         expect([...docs.keys()].sort()).toEqual(expectedPods);
-        for (const [podName, text] of docs) {
-          const unexplained: string[] = [];
-          for (const d of diff(kubedirectorConfigmeta(kd, own, podName), JSON.parse(text) as Json)) {
-            const allowed = ALLOWED.find((a) => a.matches(d));
-            if (allowed) used.add(allowed.name);
-            else
-              unexplained.push(
-                `${d.path.join('.')}: KubeDirector ${JSON.stringify(d.kd)}, ours ${JSON.stringify(d.ours)}`,
-              );
+        for (const [podName, views] of docs) {
+          for (const view of ['non-root', 'root'] as const) {
+            const unexplained: string[] = [];
+            for (const d of diff(kubedirectorConfigmeta(kd, own, podName), views[view])) {
+              const allowed = ALLOWED.find((a) => (a.views ?? [view]).includes(view) && a.matches(d));
+              if (allowed) used.add(allowed.name);
+              else
+                unexplained.push(
+                  `${view} ${d.path.join('.')}: KubeDirector ${JSON.stringify(d.kd)}, ours ${JSON.stringify(d.ours)}`,
+                );
+            }
+            expect(unexplained).toEqual([]);
+            compared++;
           }
-          expect(unexplained).toEqual([]);
-          compared++;
         }
       }
       expect(compared).toBeGreaterThan(0);

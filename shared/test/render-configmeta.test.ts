@@ -74,9 +74,9 @@ describe('configmeta golden files', () => {
     golden('configmeta-notebook-redacted.json', JSON.parse(docs.get('kdss-nb-0')!));
   });
 
-  it('inlined Secret values (inlineSecretValues)', async () => {
-    const { docs } = await render(scenario({ inlineSecretValues: true }), { inlineSecretValues: true });
-    golden('configmeta-notebook-inline.json', JSON.parse(docs.get('kdss-nb-0')!));
+  it('the private document (Secret values, root only in the pod)', async () => {
+    const r = await render(scenario());
+    golden('private-configmeta-notebook.json', JSON.parse(r.private!.configmeta));
   });
 });
 
@@ -138,9 +138,8 @@ describe('configmeta: KubeDirector bugs are fixed', () => {
   });
 
   it("kubectl's last-applied-configuration annotation is never copied", async () => {
-    for (const inline of [false, true]) {
-      const { docs } = await render(scenario({ inlineSecretValues: inline }), { inlineSecretValues: inline });
-      const text = docs.get('kdss-nb-0')!;
+    const r = await render(scenario());
+    for (const text of [r.docs.get('kdss-nb-0')!, r.private!.configmeta]) {
       expect(text).not.toContain(LAST_APPLIED);
       const doc = JSON.parse(text);
       expect(doc.connections.configmaps.model[0].annotations).toEqual({ 'ml.example.com/owner': 'platform-team' });
@@ -149,8 +148,8 @@ describe('configmeta: KubeDirector bugs are fixed', () => {
   });
 
   it('Secret values are absent when redacted: keys listed, values empty, entry marked', async () => {
-    const { docs } = await render(scenario({ inlineSecretValues: true }));
-    // The world holds the values, but rendering without the opt-in must not use them.
+    const { docs } = await render(scenario());
+    // The world holds the values, but the public document never uses them.
     const text = docs.get('kdss-nb-0')!;
     for (const v of [
       's3cr3t',
@@ -171,9 +170,9 @@ describe('configmeta: KubeDirector bugs are fixed', () => {
     });
   });
 
-  it('inlined Secret values are the stored base64 and the entry is not marked redacted', async () => {
-    const { docs } = await render(scenario({ inlineSecretValues: true }), { inlineSecretValues: true });
-    const entry = JSON.parse(docs.get('kdss-nb-0')!).connections.secrets['source-control'][0];
+  it('the private document has the stored base64 values and the entry is not marked redacted', async () => {
+    const r = await render(scenario());
+    const entry = JSON.parse(r.private!.configmeta).connections.secrets['source-control'][0];
     expect(entry.data).toEqual({ token: 'czNjcjN0', username: 'YWxpY2U=' });
     expect(entry).not.toHaveProperty('redacted');
     // The name is base64, as KubeDirector encodes it.
@@ -307,15 +306,10 @@ describe('configmeta pieces', () => {
     });
   });
 
-  it('inlining needs both the option and values; otherwise the entry is redacted', () => {
+  it('the public entry is redacted even when the values are known', () => {
     const withValues = secret('s', 't', { a: '1' }, { withValues: true });
-    expect(renderSecretEntry(withValues, {}).redacted).toBe(true);
-    expect(renderSecretEntry(withValues, { inlineSecretValues: true }).data).toEqual({ a: 'MQ==' });
-    const keysOnly = secret('s', 't', { a: '1' });
-    expect(renderSecretEntry(keysOnly, { inlineSecretValues: true })).toMatchObject({
-      data: { a: '' },
-      redacted: true,
-    });
+    expect(renderSecretEntry(withValues)).toMatchObject({ data: { a: '' }, redacted: true });
+    expect(JSON.stringify(renderSecretEntry(withValues))).not.toContain('MQ==');
   });
 
   it('flavor: memory limit in whole MiB (floored) and cores rounded up, from limits only, "0" without', () => {

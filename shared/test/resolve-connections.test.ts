@@ -175,11 +175,11 @@ describe('resolveConnections: the hash covers what pods see', () => {
     expect(
       await hashIn(world().addSecret(secret('s', 'db', { password: 'hunter2' }, { resourceVersion: '999' }))),
     ).toBe(h);
-    // Inlining or not does not change what is hashed.
+    // Whether the cache holds the values or not does not change what is hashed.
     expect(await hashIn(world().addSecret(secret('s', 'db', { password: 'hunter2' })))).toBe(h);
     // Another value: another hash.
     expect(await hashIn(world().addSecret(secret('s', 'db', { password: 'swordfish' })))).not.toBe(h);
-    const r = await resolveConnections(nb(all), OWN, base, { ...OPTS, inlineSecretValues: true });
+    const r = await resolveConnections(nb(all), OWN, base, OPTS);
     const shown = JSON.stringify(r.statuses);
     expect(shown).not.toContain('hunter2');
     expect(shown).not.toContain(Buffer.from('hunter2').toString('base64'));

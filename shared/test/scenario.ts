@@ -5,7 +5,8 @@
  */
 import type { ResolvedApp } from '../src/lookup.js';
 import { membersOf, type Member } from '../src/members.js';
-import { renderConfigMetaForMembers, renderConnections, type RenderOptions } from '../src/render-configmeta.js';
+import { renderConfigMetaForMembers, renderConnections } from '../src/render-configmeta.js';
+import { renderPrivateFiles, type PrivateFiles } from '../src/render-private-configmeta.js';
 import { resolveConnections, type ResolvedConnections } from '../src/resolve-connections.js';
 import type { KDApp, KDCluster } from '../src/types.js';
 import { MemoryWorld, NS, SYSTEM_NS, cluster, configMap, exampleApps, pod, secret } from './fixtures.js';
@@ -19,7 +20,8 @@ export interface Scenario {
   app: KDApp;
 }
 
-export function scenario(opts: { inlineSecretValues?: boolean } = {}): Scenario {
+/** The Secret carries its values, as the reconciler's cache holds them (for the private document only). */
+export function scenario(): Scenario {
   const apps = exampleApps();
   const notebook = cluster('notebook', 'jupyter-notebook', {
     connections: { clusters: ['training'], configmaps: ['model-prediction'], secrets: ['scm-creds'] },
@@ -59,7 +61,7 @@ export function scenario(opts: { inlineSecretValues?: boolean } = {}): Scenario 
     ],
     secrets: [
       secret('scm-creds', 'source-control', SECRET_PLAIN, {
-        withValues: opts.inlineSecretValues === true,
+        withValues: true,
         annotations: {
           [LAST_APPLIED]: '{"apiVersion":"v1","kind":"Secret","stringData":{"username":"alice","token":"s3cr3t"}}',
         },
@@ -83,17 +85,20 @@ export interface Rendered {
   members: Member[];
   /** pod name → configmeta JSON text */
   docs: Map<string, string>;
+  /** The cluster's private files (root only in the pod). */
+  private: PrivateFiles | undefined;
 }
 
-export async function render(s: Scenario, opts: RenderOptions = {}): Promise<Rendered> {
-  const own: ResolvedApp = { app: s.app, namespace: NS };
-  const resolved = await resolveConnections(s.notebook, own, s.world, { systemNamespace: SYSTEM_NS, ...opts });
+export async function render(s: Scenario): Promise<Rendered> {
+  const ownApp: ResolvedApp = { app: s.app, namespace: NS };
+  const resolved = await resolveConnections(s.notebook, ownApp, s.world, { systemNamespace: SYSTEM_NS });
   const members = membersOf(s.notebook, s.app, await s.world.podsOf(NS, 'notebook'));
   const docs = renderConfigMetaForMembers(
     s.notebook,
     s.app,
     members,
-    renderConnections(resolved.connected, opts, s.notebook.spec.connections),
+    renderConnections(resolved.connected, {}, s.notebook.spec.connections),
   );
-  return { resolved, members, docs };
+  const own = { cluster: s.notebook, app: s.app, members };
+  return { resolved, members, docs, private: renderPrivateFiles(resolved.connected, s.notebook.spec.connections, own) };
 }

@@ -41,7 +41,7 @@ describe('configmeta shows a Secret as name, type label and keys', () => {
 
   it('drops every annotation and every label but the type label', () => {
     // Name and label values are base64, as KubeDirector encodes them (Go []byte).
-    expect(renderSecretEntry(s, {})).toEqual({
+    expect(renderSecretEntry(s)).toEqual({
       metadata: { name: Buffer.from('db').toString('base64') },
       labels: { [LABEL_SECRET_TYPE]: Buffer.from('postgres').toString('base64') },
       annotations: {},
@@ -58,27 +58,30 @@ describe('configmeta shows a Secret as name, type label and keys', () => {
 });
 
 describe("the reconciler's Secret cache", () => {
-  it('keeps identity, labels, keys and the MAC; no annotation, no value', () => {
-    const kept = trimSecret(apiSecret, { inlineValues: false, key: TEST_DIGEST_KEY });
+  it('keeps what the private document renders and the MAC; no managedFields, last-applied copy, owners or finalizers', () => {
+    const kept = trimSecret(apiSecret, { key: TEST_DIGEST_KEY });
     expect(kept.metadata).toEqual({
       name: 'db',
       namespace: 'ml',
       uid: 'u-db',
       resourceVersion: '7',
       labels: apiSecret.metadata.labels,
+      annotations: { 'backup.example.com/copy': `password=${VALUE}` },
     });
-    expect(Object.keys(kept).sort()).toEqual(['dataMac', 'keys', 'metadata']);
+    expect(Object.keys(kept).sort()).toEqual(['data', 'dataMac', 'keys', 'metadata']);
     expect(kept.keys).toEqual(['password', 'user']);
+    expect(kept.data).toEqual(apiSecret.data);
     const text = JSON.stringify(kept);
-    expect(text).not.toContain(B64);
-    expect(text).not.toContain('backup.example.com');
     expect(text).not.toContain('stringData');
+    expect(text).not.toContain('managedFields');
+    expect(text).not.toContain('example.com/keep');
   });
 
-  it('keeps the values only when inlining was opted into', () => {
-    const kept = trimSecret(apiSecret, { inlineValues: true, key: TEST_DIGEST_KEY });
-    expect(kept.data).toEqual(apiSecret.data);
-    expect(kept.metadata).not.toHaveProperty('annotations');
+  it('a Secret without data keeps none (rendered as null, as KubeDirector does)', () => {
+    const { data: _data, ...empty } = apiSecret;
+    const kept = trimSecret(empty, { key: TEST_DIGEST_KEY });
+    expect(kept).not.toHaveProperty('data');
+    expect(kept.keys).toEqual([]);
   });
 });
 

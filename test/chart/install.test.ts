@@ -292,8 +292,12 @@ describe('the chart installed in url mode', () => {
       'pods list',
       'pods patch',
       'pods watch',
+      // The private configmeta Secret of each cluster with Secret connections.
+      'secrets create',
+      'secrets delete',
       'secrets get',
       'secrets list',
+      'secrets patch',
       'secrets watch',
     ];
     const reconcilerInRelease = [

@@ -375,7 +375,7 @@ describe('helm lint and helm template', () => {
   });
 
   it('RBAC: no wildcards, no escalate/bind/impersonate, Secrets only with secretConnections.enabled', async () => {
-    const forbiddenVerbs = ['*', 'escalate', 'bind', 'impersonate', 'update', 'delete', 'deletecollection'];
+    const forbiddenVerbs = ['*', 'escalate', 'bind', 'impersonate', 'update', 'deletecollection'];
     for (const mode of Object.keys(MODES)) {
       for (const enabled of [true, false]) {
         const { docs } = await render(mode, sets({ 'secretConnections.enabled': enabled }));
@@ -387,6 +387,12 @@ describe('helm lint and helm template', () => {
             expect({ rule, star: (rule[field] as string[]).includes('*') }).toEqual({ rule, star: false });
           for (const v of forbiddenVerbs)
             expect({ rule, verb: (rule.verbs as string[]).includes(v) }).toEqual({ rule, verb: false });
+          // The one delete: the reconciler's private configmeta Secrets, only with Secret connections.
+          if ((rule.verbs as string[]).includes('delete'))
+            expect({ enabled, rule: { resources: rule.resources, verbs: rule.verbs } }).toEqual({
+              enabled: true,
+              rule: { resources: ['secrets'], verbs: ['create', 'patch', 'delete'] },
+            });
         }
         const secretRules = allRules(docs).filter(
           (r) => (r.resources as string[]).includes('secrets') && !r.resourceNames && !r.verbs.includes('create'),
@@ -480,17 +486,26 @@ describe('helm lint and helm template', () => {
     );
   });
 
-  it('secretConnections and inlineValues reach both services; NetworkPolicy and ServiceMonitor render when enabled', async () => {
+  it('secretConnections reaches both services; NetworkPolicy and ServiceMonitor render when enabled', async () => {
     const off = await render('bootstrap', sets({ 'secretConnections.enabled': false }));
     const fullname = `${REL}-kd-connections`;
     expect(containerArgs(one(off.docs, 'Deployment', `${fullname}-admission`))).toContain('--secret-connections=false');
-    expect(containerArgs(one(off.docs, 'Deployment', `${fullname}-reconciler`))).toEqual(
-      expect.arrayContaining(['--secret-connections=false', '--inline-secret-values=false']),
+    expect(containerArgs(one(off.docs, 'Deployment', `${fullname}-reconciler`))).toContain(
+      '--secret-connections=false',
     );
-    const inline = await render('bootstrap', sets({ 'secretConnections.inlineValues': true }));
-    expect(containerArgs(one(inline.docs, 'Deployment', `${fullname}-reconciler`))).toContain(
-      '--inline-secret-values=true',
-    );
+    // Secret values never go into configmeta: the inlining mode is gone, flag and value alike.
+    const on = await render('bootstrap', []);
+    expect(containerArgs(one(on.docs, 'Deployment', `${fullname}-reconciler`)).join(' ')).not.toContain('inline');
+    const r = await env.helm([
+      'template',
+      REL,
+      CHART,
+      '--namespace',
+      NS,
+      ...sets({ 'secretConnections.inlineValues': true }),
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/inlineValues/);
 
     const extras = await render(
       'bootstrap',
@@ -516,7 +531,7 @@ describe('helm lint and helm template', () => {
     expect(find(url.docs, 'ServiceMonitor').map((d) => d.metadata.name)).toEqual([`${fullname}-reconciler`]);
   });
 
-  it('NOTES.txt warns about inlined Secret values and says how to reach an out-of-cluster webhook', async () => {
+  it('NOTES.txt says where Secret values go and how to reach an out-of-cluster webhook', async () => {
     // helm template does not render NOTES.txt; a dry-run install does (nothing is sent to the cluster).
     const notes = async (args: string[]) => {
       // Even a client dry run checks ownership of existing objects: the shared control plane's CRDs are the harness's.
@@ -524,9 +539,7 @@ describe('helm lint and helm template', () => {
       expect(r.code).toBe(0);
       return r.stdout.slice(r.stdout.indexOf('NOTES:'));
     };
-    expect(await notes(sets({ 'secretConnections.inlineValues': true }))).toMatch(
-      /WARNING: secretConnections\.inlineValues=true\. Secret VALUES are copied into configmeta/,
-    );
+    expect(await notes([])).toMatch(/the values reach only root in the member pods, never configmeta/);
     const url = await notes(MODES.url!);
     expect(url).toContain('OUT-OF-CLUSTER (url mode) at https://127.0.0.1:9443');
     expect(url).toContain(`kubectl -n ${NS} create token ${REL}-kd-connections-admission`);
@@ -628,9 +641,16 @@ describe('hardening: outage-proof validation, the system catalog, narrow RBAC, c
     const own = await render('bootstrap', [
       ...sets({ 'reconciler.serviceAccount.create': false, 'reconciler.serviceAccount.name': 'my-reconciler' }),
     ]);
-    expect(one(own.docs, 'ValidatingAdmissionPolicy').spec.matchConditions[0].expression).toBe(
-      `request.userInfo.username == 'system:serviceaccount:${NS}:my-reconciler'`,
-    );
+    for (const policy of ['pod-writes', 'secret-writes'])
+      expect(
+        one(own.docs, 'ValidatingAdmissionPolicy', `${fullname}-reconciler-${policy}`).spec.matchConditions[0]
+          .expression,
+      ).toBe(`request.userInfo.username == 'system:serviceaccount:${NS}:my-reconciler'`);
+    // The Secret-writes policy exists only where the reconciler may write Secrets.
+    const secretsOff = await render('bootstrap', sets({ 'secretConnections.enabled': false }));
+    expect(find(secretsOff.docs, 'ValidatingAdmissionPolicy').map((d) => d.metadata.name)).toEqual([
+      `${fullname}-reconciler-pod-writes`,
+    ]);
     const off = await render('bootstrap', sets({ 'reconciler.podWritePolicy.enabled': false }));
     expect(find(off.docs, 'ValidatingAdmissionPolicy')).toHaveLength(0);
     expect(find(off.docs, 'ValidatingAdmissionPolicyBinding')).toHaveLength(0);
@@ -799,10 +819,9 @@ describe('values.schema.json rejects bad values with a clear message', () => {
       /webhook\.caBundle is only used with webhook\.url or certificates\.mode=secret/,
     ],
     [
-      'inlineValues without Secret connections',
-      sets({ 'secretConnections.enabled': false, 'secretConnections.inlineValues': true }),
-      /at '\/secretConnections\/enabled': value must be true/,
-      /secretConnections\.inlineValues=true needs secretConnections\.enabled=true/,
+      'secretConnections.inlineValues (removed: Secret values never go into configmeta)',
+      sets({ 'secretConnections.inlineValues': true }),
+      /at '\/secretConnections': additional properties 'inlineValues' not allowed/,
     ],
     [
       'a lease duration without a unit',
@@ -836,7 +855,7 @@ describe('values.schema.json rejects bad values with a clear message', () => {
   it('accepts the corrected values', async () => {
     for (const args of [
       sets({ 'reconciler.leaderElection.enabled': false, 'reconciler.replicas': 1 }),
-      sets({ 'secretConnections.enabled': false, 'secretConnections.inlineValues': false }),
+      sets({ 'secretConnections.enabled': false }),
       ['--set', 'watchNamespaces={team-a}'],
       sets({ 'webhook.timeoutSeconds': 30, 'admission.replicas': 0 }),
       sets({ 'webhook.url': 'https://127.0.0.1:1', 'certificates.mode': 'secret' }),

@@ -10,6 +10,7 @@ import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { apply, getJson, kdApp, kdCluster, kubectlOk, memberPod, secret } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
+import { viewOnly } from '../support/view-only.js';
 import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 import { guessFourDigits } from '../support/secret-guess.js';
 
@@ -17,29 +18,6 @@ const env = useTestEnv();
 const VIEWER = 'digest-guess-viewer';
 const KEY_SECRET = 'kd-connections-digest-key';
 let rec: ReconcilerProcess;
-
-/** What the `view` role shows of this project's objects (the test control plane runs no role aggregation). */
-const viewRole = {
-  apiVersion: 'rbac.authorization.k8s.io/v1',
-  kind: 'Role',
-  metadata: { name: 'viewer' },
-  rules: [
-    {
-      apiGroups: ['kubedirector.hpe.com'],
-      resources: ['kubedirectorclusters', 'kubedirectorapps'],
-      verbs: ['get', 'list'],
-    },
-    { apiGroups: [''], resources: ['pods', 'configmaps', 'events'], verbs: ['get', 'list'] },
-    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['get', 'list'] },
-  ],
-};
-const viewBinding = {
-  apiVersion: 'rbac.authorization.k8s.io/v1',
-  kind: 'RoleBinding',
-  metadata: { name: 'viewer' },
-  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'viewer' },
-  subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: VIEWER }],
-};
 
 const asViewer = (args: string[]) => kubectlOk(env, [...args, `--as=${VIEWER}`]);
 const clusterStatus = async () => (await getJson(env, ['kdcluster', 'pinned'])).status ?? {};
@@ -54,8 +32,7 @@ const synced = async (generator: number) => {
 beforeAll(async () => {
   await installCrds(env);
   await apply(env, [
-    viewRole,
-    viewBinding,
+    ...viewOnly(VIEWER),
     kdApp('nb', { category: 'notebook' }),
     secret('pin', { pin: '4821' }, 'db'),
     kdCluster('pinned', 'nb', { secrets: ['pin'] }),

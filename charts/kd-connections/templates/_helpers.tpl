@@ -338,9 +338,6 @@ matchConditions:
 {{- if and .Values.webhook.caBundle (not .Values.webhook.url) (ne .Values.certificates.mode "secret") -}}
 {{- fail (printf "webhook.caBundle is only used with webhook.url or certificates.mode=secret; with certificates.mode=%s the CA is injected at run time, so leave webhook.caBundle empty" .Values.certificates.mode) -}}
 {{- end -}}
-{{- if and .Values.secretConnections.inlineValues (not .Values.secretConnections.enabled) -}}
-{{- fail "secretConnections.inlineValues=true needs secretConnections.enabled=true" -}}
-{{- end -}}
 {{- if .Values.admission.clientAuth.enabled -}}
 {{- if .Values.webhook.url -}}
 {{- fail "admission.clientAuth configures the in-cluster admission Deployment; with webhook.url run the outside service with --client-ca-file (and --probe-port) yourself" -}}

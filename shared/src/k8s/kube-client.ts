@@ -14,6 +14,13 @@ export class KubeApiError extends Error {
     readonly reason: string,
     message: string,
     readonly details?: unknown,
+    /** The answer's body as received (a Status object, usually), at most 4 KiB. */
+    readonly body?: string,
+    /**
+     * Set by jsonPatch when the patch did not apply: whether one of its `test` operations failed
+     * (the object moved on) or the patch itself does not fit the object.
+     */
+    readonly patchFailure?: 'test-failed' | 'not-applicable',
   ) {
     super(message);
     this.name = 'KubeApiError';
@@ -28,16 +35,36 @@ export function errorStatus(e: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
-/** A write refused because the object moved on: a failed `test` op (422 from JSON Patch) or a 409. */
+/**
+ * A write refused because the object moved on since it was read: a 409 (a create that found the object,
+ * a delete whose uid/resourceVersion precondition failed) or a JSON Patch whose `test` operation failed.
+ * Every other 422 — a patch that does not fit the object, an object the schema refuses — is an error.
+ * kube-apiserver answers a failed `test` and a failed `replace`/`remove` with the same body (see
+ * isUnappliedPatch), so only jsonPatch, which knows the patch it sent, can tell them apart.
+ */
 export function isConflict(e: unknown): boolean {
   const s = errorStatus(e);
   if (s === 409) return true;
-  if (s !== 422) return false;
-  const body = (e as { body?: unknown }).body;
-  const text = typeof body === 'string' ? body : e instanceof Error ? e.message : '';
-  return /test operation failed|testing value|the server rejected our request due to an error in our request/i.test(
-    text,
-  );
+  return s === 422 && e instanceof KubeApiError && e.patchFailure === 'test-failed';
+}
+
+/**
+ * Whether a 422 is kube-apiserver's answer to a JSON Patch that could not be applied (any operation:
+ * a `test` that failed, a path that does not exist): reason Invalid, the generic message, no details.
+ * A schema or validation rejection names the object and its causes instead.
+ */
+export function isUnappliedPatch(status: number | undefined, body: string | undefined): boolean {
+  if (status !== 422 || !body) return false;
+  try {
+    const s = JSON.parse(body) as { reason?: string; message?: string; details?: Record<string, unknown> };
+    return (
+      s.reason === 'Invalid' &&
+      s.message === 'the server rejected our request due to an error in our request' &&
+      Object.keys(s.details ?? {}).length === 0
+    );
+  } catch {
+    return false;
+  }
 }
 
 export const ACCEPT_JSON = 'application/json';
@@ -159,9 +186,39 @@ export class KubeClient {
     });
   }
 
-  /** PATCH with an RFC 6902 JSON Patch (the only kind of write the reconciler makes). */
-  jsonPatch<T>(path: string, ops: unknown[], opts: RequestOptions = {}): Promise<T> {
-    return this.request<T>('PATCH', path, { ...opts, body: ops, contentType: 'application/json-patch+json' });
+  /**
+   * PATCH with an RFC 6902 JSON Patch (the only kind of write the reconciler makes). When the server
+   * says the patch did not apply, the patch's `test` operations alone are sent again as a dry run to
+   * learn which it was: they fail too → a precondition conflict; they hold → the patch does not fit the
+   * object (a bug or a schema mismatch, not worth a quick retry). The error says which (patchFailure).
+   */
+  async jsonPatch<T>(path: string, ops: unknown[], opts: RequestOptions = {}): Promise<T> {
+    const send = (body: unknown[], o: RequestOptions) =>
+      this.request<T>('PATCH', path, { ...o, body, contentType: 'application/json-patch+json' });
+    try {
+      return await send(ops, opts);
+    } catch (e) {
+      if (!(e instanceof KubeApiError) || !isUnappliedPatch(e.status, e.body)) throw e;
+      const tests = ops.filter((op) => (op as { op?: unknown } | null)?.op === 'test');
+      let testFailed = false;
+      if (tests.length > 0) {
+        try {
+          await send(tests, { ...opts, query: { ...opts.query, dryRun: 'All' } });
+        } catch (probe) {
+          if (!(probe instanceof KubeApiError) || !isUnappliedPatch(probe.status, probe.body)) throw e;
+          testFailed = true;
+        }
+      }
+      const what = testFailed ? 'a test precondition failed' : 'the patch does not apply to the object';
+      throw new KubeApiError(
+        e.status,
+        e.reason,
+        `${e.message} (${what})`,
+        e.details,
+        e.body,
+        testFailed ? 'test-failed' : 'not-applicable',
+      );
+    }
   }
 
   /**
@@ -264,5 +321,11 @@ function apiError(status: number, text: string, what: string): KubeApiError {
   } catch {
     // not a Status object; keep the raw text
   }
-  return new KubeApiError(status, reason, `${what}: ${status} ${reason} ${message}`.trim(), details);
+  return new KubeApiError(
+    status,
+    reason,
+    `${what}: ${status} ${reason} ${message}`.trim(),
+    details,
+    text.slice(0, 4096),
+  );
 }

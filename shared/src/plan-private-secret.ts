@@ -1,0 +1,158 @@
+/**
+ * The per-cluster private Secret (guestconfig-layout.ts names it): the decision whether to create,
+ * patch or delete it, as a pure function of the rendered private files and the cached copy. The cache
+ * holds its metadata only; the content is compared through a keyed MAC kept in an annotation, so an
+ * unchanged document writes nothing — across restarts too — and nothing derived from Secret values is
+ * readable without the reconciler's key.
+ */
+import { createHmac } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+import { DIGEST_KEY_BYTES } from './connections-hash.js';
+import {
+  PRIVATE_SECRET_KEY_CONFIGMETA,
+  PRIVATE_SECRET_KEY_PLATFORM,
+  privateConfigMetaSecretName,
+} from './guestconfig-layout.js';
+import { pointer, testIdentity, type PatchOp } from './json-patch.js';
+import type { PrivateFiles } from './render-private-configmeta.js';
+import { API_VERSION, type KDCluster } from './types.js';
+
+/** Says which cluster a private Secret belongs to (also the reconciler's watch selector). */
+export const LABEL_PRIVATE_CONFIGMETA_OF = 'kd-connections.hpe.com/private-configmeta-of';
+export const ANNOTATION_PRIVATE_CONTENT_MAC = 'kd-connections.hpe.com/content-mac';
+const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'kd-connections' };
+
+/** A private Secret as the reconciler caches it: metadata only, never its data. */
+export interface CachedPrivateSecret {
+  metadata: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    /** Only the content MAC. */
+    annotations?: Record<string, string>;
+    ownerReferences?: { uid?: string; controller?: boolean }[];
+  };
+}
+
+export interface SecretBody {
+  apiVersion: 'v1';
+  kind: 'Secret';
+  metadata: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    ownerReferences: Record<string, unknown>[];
+  };
+  type: 'Opaque';
+  data: Record<string, string>;
+}
+
+export type PrivateSecretWrite =
+  | { kind: 'create'; name: string; body: SecretBody }
+  | { kind: 'patch'; name: string; ops: PatchOp[] }
+  /** Deleted with preconditions on uid and resourceVersion. */
+  | { kind: 'delete'; name: string; uid: string; resourceVersion?: string; why: string };
+
+/** HMAC-SHA256 of the files under the reconciler's key, bound to the owning cluster's uid. */
+export function privateContentMac(key: Uint8Array, clusterUid: string, files: PrivateFiles): string {
+  if (key.length < DIGEST_KEY_BYTES) throw new Error(`digest key must be at least ${DIGEST_KEY_BYTES} bytes`);
+  return createHmac('sha256', key)
+    .update(canonicalJson({ kind: 'private-configmeta', uid: clusterUid, files }))
+    .digest('hex');
+}
+
+/** Only what the plan reads: identity, labels, the MAC annotation and owners. */
+export function trimPrivateSecret(o: { metadata?: Record<string, unknown> }): CachedPrivateSecret {
+  const m = (o.metadata ?? {}) as CachedPrivateSecret['metadata'] & Record<string, unknown>;
+  const mac = m.annotations?.[ANNOTATION_PRIVATE_CONTENT_MAC];
+  return {
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      // Kept as a map (possibly empty) when the Secret has any annotation: a patch must then add a key.
+      ...(m.annotations ? { annotations: mac !== undefined ? { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac } : {} } : {}),
+      ownerReferences: (m.ownerReferences ?? []).map((r) => ({ uid: r.uid, controller: r.controller })),
+    },
+  };
+}
+
+const dataOf = (files: PrivateFiles): Record<string, string> => ({
+  [PRIVATE_SECRET_KEY_CONFIGMETA]: Buffer.from(files.configmeta, 'utf8').toString('base64'),
+  [PRIVATE_SECRET_KEY_PLATFORM]: Buffer.from(files.platform, 'utf8').toString('base64'),
+});
+
+export function privateSecretBody(cluster: KDCluster, files: PrivateFiles, mac: string): SecretBody {
+  const { name = '', namespace = '', uid = '' } = cluster.metadata;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: privateConfigMetaSecretName(name),
+      namespace,
+      labels: { ...MANAGED_BY, [LABEL_PRIVATE_CONFIGMETA_OF]: name },
+      annotations: { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac },
+      // Deleted with the cluster by the garbage collector. blockOwnerDeletion would need update on
+      // kdclusters/finalizers; nothing has to wait for this Secret.
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: 'KubeDirectorCluster',
+          name,
+          uid,
+          controller: true,
+          blockOwnerDeletion: false,
+        },
+      ],
+    },
+    type: 'Opaque',
+    data: dataOf(files),
+  };
+}
+
+/**
+ * The one write (or none) that brings the private Secret of `cluster` to `files` (undefined: it should
+ * not exist). A Secret left by an earlier cluster of the same name is deleted first; the next reconcile
+ * creates the new one.
+ */
+export function planPrivateSecret(
+  cluster: KDCluster,
+  files: PrivateFiles | undefined,
+  existing: CachedPrivateSecret | undefined,
+  key: Uint8Array,
+): PrivateSecretWrite | undefined {
+  const name = privateConfigMetaSecretName(cluster.metadata.name ?? '');
+  const uid = cluster.metadata.uid ?? '';
+  const remove = (why: string): PrivateSecretWrite => ({
+    kind: 'delete',
+    name,
+    uid: existing!.metadata.uid ?? '',
+    resourceVersion: existing!.metadata.resourceVersion,
+    why,
+  });
+  if (existing && !(existing.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === uid))
+    return remove('it belongs to an earlier cluster of the same name');
+  if (!files) return existing ? remove('the cluster has no Secret connection') : undefined;
+  const mac = privateContentMac(key, uid, files);
+  if (!existing) return { kind: 'create', name, body: privateSecretBody(cluster, files, mac) };
+  const annotations = existing.metadata.annotations;
+  if (annotations?.[ANNOTATION_PRIVATE_CONTENT_MAC] === mac) return undefined;
+  const guard = testIdentity(existing.metadata);
+  if (guard.length < 2) throw new Error(`private Secret ${name}: cached copy has no uid or resourceVersion`);
+  return {
+    kind: 'patch',
+    name,
+    ops: [
+      ...guard,
+      { op: 'add', path: '/data', value: dataOf(files) },
+      annotations
+        ? { op: 'add', path: pointer('metadata', 'annotations', ANNOTATION_PRIVATE_CONTENT_MAC), value: mac }
+        : { op: 'add', path: '/metadata/annotations', value: { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac } },
+    ],
+  };
+}
