@@ -4,10 +4,11 @@
  * creation of many objects, and the machine description every report carries.
  */
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { errorStatus } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import type { TestEnv } from '../support/cluster.js';
+import { createNamespace } from '../support/namespaces.js';
 import { runKubectl, sleep } from '../support/processes.js';
 
 export function kubeConfigOf(cp: ControlPlane): KubeConfig {
@@ -19,9 +20,7 @@ export function kubeConfigOf(cp: ControlPlane): KubeConfig {
 /** A namespace of the bench's own (created here) and the TestEnv the support helpers expect. */
 export async function benchEnv(cp: ControlPlane, namespace: string): Promise<TestEnv> {
   const kc = kubeConfigOf(cp);
-  await kc
-    .makeApiClient(CoreV1Api)
-    .createNamespace({ body: { metadata: { name: namespace, labels: { 'kd-bench': 'true' } } } });
+  await createNamespace(kc, namespace, { 'kd-bench': 'true' });
   const info = cp.info();
   return {
     info,

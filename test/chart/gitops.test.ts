@@ -17,6 +17,7 @@ import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
+import { createNamespace } from '../support/namespaces.js';
 import { installCrds } from '../support/crds.js';
 import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 import { getJson, kubectlOk, memberPod, podConfigMeta } from '../support/kd-objects.js';
@@ -114,10 +115,7 @@ function pointer(obj: Doc, path: string): unknown {
 
 beforeAll(async () => {
   await installCrds(env);
-  for (const name of [apps, ssa])
-    await env.kc
-      .makeApiClient(CoreV1Api)
-      .createNamespace({ body: { metadata: { name, labels: { 'kd-test': 'true' } } } });
+  for (const name of [apps, ssa]) await createNamespace(env.kc, name);
   const port = await freePort();
   caBundle = Buffer.from(env.info.webhookCaPem).toString('base64');
   const values = dir.file(

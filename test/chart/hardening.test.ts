@@ -21,6 +21,7 @@ import https from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { createCA, createClientCert } from '@kd-connections/certs';
 import { useTestEnv } from '../support/cluster.js';
+import { createNamespace } from '../support/namespaces.js';
 import { installCrds } from '../support/crds.js';
 import { getJson, kdApp, kdCluster, kubectlOk, memberPod } from '../support/kd-objects.js';
 import { eventually, ok, run, type ServiceProcess } from '../support/processes.js';
@@ -61,9 +62,7 @@ let authenticated: ServiceProcess | undefined;
 
 beforeAll(async () => {
   await installCrds(env);
-  await env.kc
-    .makeApiClient(CoreV1Api)
-    .createNamespace({ body: { metadata: { name: apps, labels: { 'kd-test': 'true' } } } });
+  await createNamespace(env.kc, apps);
   port = await freePort();
   valuesFile = dir.file(
     'values.json',

@@ -223,8 +223,6 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       `--kubelet-client-certificate=${p('kubelet-client.crt')}`,
       `--kubelet-client-key=${p('kubelet-client.key')}`,
       '--kubelet-preferred-address-types=Hostname,InternalIP',
-      // No controller creates the default ServiceAccount, so pods would be refused with it on.
-      '--disable-admission-plugins=ServiceAccount',
       '--profiling=false',
       ...(opts.audit === false
         ? []

@@ -178,12 +178,6 @@ export interface NodeOptions {
   log?: (m: string) => void;
   /** Register with TEST_NODE_TAINT (the test suite's node); npm start's node takes every pod. */
   taint?: boolean;
-  /**
-   * Run the controllers that put a `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap into
-   * every namespace (default true). The test suite's node leaves them off: tests assert that a namespace
-   * holds exactly what the chart or the product put there.
-   */
-  namespaceDefaults?: boolean;
   readyTimeoutMs?: number;
 }
 
@@ -318,9 +312,6 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
           '-cloud-node-lifecycle-controller',
           '-service-lb-controller',
           '-node-route-controller',
-          ...(opts.namespaceDefaults === false
-            ? ['-serviceaccount-controller', '-root-ca-certificate-publisher-controller']
-            : []),
         ].join(',')}`,
       ],
       'kube-controller-manager.log',

@@ -11,7 +11,7 @@ import { readNodeStatus, startNodeInBackground } from './node-status.js';
 const log = (m: string) => console.error(`[controlplane] ${m}`);
 const cp = await startControlPlane({ log });
 // The same tainted node the test run starts: tests schedule onto it with TEST_NODE_TOLERATION.
-const starting = startNodeInBackground(cp.info(), cp.nodeStatusPath, { log, taint: true, namespaceDefaults: false });
+const starting = startNodeInBackground(cp.info(), cp.nodeStatusPath, { log, taint: true });
 const stop = () =>
   void (async () => {
     await (await starting)?.stop();

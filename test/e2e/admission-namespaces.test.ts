@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
+import { createNamespace } from '../support/namespaces.js';
 import { metricSum } from '../support/prometheus-text.js';
 import { send } from '../reliability/admission-support.js';
 import { installCrds } from '../support/crds.js';
@@ -20,9 +21,7 @@ let svc: RunningAdmission;
 
 beforeAll(async () => {
   await installCrds(env);
-  await env.kc
-    .makeApiClient(CoreV1Api)
-    .createNamespace({ body: { metadata: { name: other(), labels: { 'kd-test': 'true' } } } });
+  await createNamespace(env.kc, other());
   // The same apps, ConfigMaps and Secrets in both namespaces (no webhook is registered: nothing gates this).
   for (const namespace of [env.namespace, other()]) {
     for (const f of ['10-apps.yaml', '20-configmaps.yaml', '30-secrets.yaml']) {

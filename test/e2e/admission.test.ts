@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
+import { createNamespace } from '../support/namespaces.js';
 import { installCrds } from '../support/crds.js';
 import { ok, repoPath } from '../support/processes.js';
 import {
@@ -25,9 +26,7 @@ const startedAt = new Date();
 
 beforeAll(async () => {
   await installCrds(env);
-  await env.kc
-    .makeApiClient(CoreV1Api)
-    .createNamespace({ body: { metadata: { name: catalog, labels: { 'kd-test': 'true' } } } });
+  await createNamespace(env.kc, catalog);
   svc = await startAdmission(env, [`--system-namespace=${catalog}`]);
   hooks = await registerWebhooks(env, svc);
   await waitUntilLive(env);
@@ -376,6 +375,8 @@ metadata:
     kubedirector.hpe.com/kdcluster: notebook
     kubedirector.hpe.com/role: controller
 spec:
+  # No ServiceAccount token volume: the sidecar's mounts below are compared exactly.
+  automountServiceAccountToken: false
   containers:
     - { name: app, image: bluedata/kd-notebook:1.3 }
     - name: sidecar

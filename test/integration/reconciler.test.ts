@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestEnv } from '../support/cluster.js';
+import { createNamespace } from '../support/namespaces.js';
 import { countByResource, writes } from '../support/audit.js';
 import {
   apply,
@@ -42,7 +43,7 @@ const reconcilerWrites = (since: Date, namespace = env.namespace) =>
 
 beforeAll(async () => {
   await installCrds(env);
-  await env.kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: other } } });
+  await createNamespace(env.kc, other, {});
   for (const ns of [env.namespace, other]) {
     await apply(
       env,

@@ -25,10 +25,6 @@ export default async function globalSetup() {
   writeFileSync(infoPath, JSON.stringify(cp.info()), { mode: 0o600 });
   process.env.KD_TEST_CONTROLPLANE = infoPath;
   globalThis.__kdControlPlane = cp;
-  globalThis.__kdNode = startNodeInBackground(cp.info(), cp.nodeStatusPath, {
-    log,
-    taint: true,
-    namespaceDefaults: false,
-  });
+  globalThis.__kdNode = startNodeInBackground(cp.info(), cp.nodeStatusPath, { log, taint: true });
   process.stderr.write(`\n[controlplane] ready at ${cp.server} in ${Date.now() - started} ms\n`);
 }

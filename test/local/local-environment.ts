@@ -20,6 +20,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createCA, createServingCert } from '@kd-connections/certs';
+import { KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
 import { installNodePrerequisites, startNode, type NodeHandle } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
@@ -27,6 +28,7 @@ import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
 import { ensureBinaries } from '../controlplane/binaries.js';
 import { waitFor } from '../controlplane/net.js';
 import { installCrds } from '../support/crds.js';
+import { createNamespace } from '../support/namespaces.js';
 import { run as runCommand, type ServiceProcess } from '../support/processes.js';
 import { startAdmission, startReconciler } from '../support/services.js';
 import { webhookConfigurations, WEBHOOK_NAMES } from '../support/webhook-configurations.js';
@@ -145,7 +147,10 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
     } else {
       o.say('Installing the CRDs ...');
       await installCrds({ kubectl: (args) => runCommand(bins.kubectl, ['--kubeconfig', kubeconfigPath, ...args]) });
-      for (const ns of [SYSTEM_NAMESPACE, DEMO_NAMESPACE]) await kubectl(['create', 'namespace', ns]);
+      const kc = new KubeConfig();
+      kc.loadFromFile(kubeconfigPath);
+      // With their default ServiceAccount: the API server admits pods only once it exists.
+      for (const ns of [SYSTEM_NAMESPACE, DEMO_NAMESPACE]) await createNamespace(kc, ns, {});
     }
 
     const host = { info: { kubeconfigPath, webhookCaPem: webhookTls.caPem, webhookServing: webhookTls } };

@@ -1,8 +1,7 @@
 /**
  * The harness's node: a real kubelet on containerd joins the test control plane; pods run in real
  * containers; the API server reaches the kubelet for logs and exec; the controller-manager and the
- * scheduler do their part (a Deployment becomes available). The test node runs without the controllers
- * that fill every namespace with a default ServiceAccount and kube-root-ca.crt (see node.ts).
+ * scheduler do their part (a Deployment becomes available). ServiceAccount tokens: service-account.test.ts.
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { networkInterfaces } from 'node:os';

@@ -8,6 +8,7 @@ import { basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlaneInfo } from '../controlplane/controlplane.js';
+import { createNamespace } from './namespaces.js';
 import { run, runKubectl, type RunResult } from './processes.js';
 
 export function controlPlaneInfo(): ControlPlaneInfo {
@@ -51,9 +52,7 @@ export function useTestEnv(seed = basename(expect.getState().testPath ?? 'test')
   beforeAll(async () => {
     info = controlPlaneInfo();
     kc = kubeConfigFor(info);
-    await kc
-      .makeApiClient(CoreV1Api)
-      .createNamespace({ body: { metadata: { name: namespace, labels: { 'kd-test': 'true' } } } });
+    await createNamespace(kc, namespace);
   });
   afterAll(async () => {
     if (kc)

@@ -6,9 +6,10 @@
  */
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import { basename } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane, type StartOptions } from '../controlplane/controlplane.js';
 import { namespaceName, type TestEnv } from './cluster.js';
+import { createNamespace } from './namespaces.js';
 import { runKubectl } from './processes.js';
 
 export interface DedicatedTestEnv extends TestEnv {
@@ -26,9 +27,7 @@ export function useDedicatedControlPlane(
     cp = await startControlPlane(opts);
     kc = new KubeConfig();
     kc.loadFromFile(cp.kubeconfigPath);
-    await kc
-      .makeApiClient(CoreV1Api)
-      .createNamespace({ body: { metadata: { name: namespace, labels: { 'kd-test': 'true' } } } });
+    await createNamespace(kc, namespace);
   }, 180_000);
   afterAll(async () => {
     await cp?.stop();
