@@ -63,6 +63,15 @@ export function goArch(nodeArch: string): string {
   return a;
 }
 
+/** gzip of identical layers (both service images share two) is computed once per process. */
+const gzipByDiffId = new Map<string, Buffer>();
+function gzipOnce(tar: Buffer): Buffer {
+  const id = sha256Digest(tar);
+  let gz = gzipByDiffId.get(id);
+  if (!gz) gzipByDiffId.set(id, (gz = gzipSync(tar)));
+  return gz;
+}
+
 /**
  * The blobs and index of an image. Each entry of `layerTars` is an uncompressed layer, lowest first (its
  * digest is the config's diff_id); the layer blob is its gzip.
@@ -75,7 +84,7 @@ export function ociImage(
     throw new Error(`image name "${spec.name}" is not a full reference (host/path:tag)`);
   }
   const tars = Buffer.isBuffer(layerTars) ? [layerTars] : layerTars;
-  const gzipped = tars.map((t) => gzipSync(t));
+  const gzipped = tars.map((t) => gzipOnce(t));
   const layers: Descriptor[] = gzipped.map((gz) => ({
     mediaType: MEDIA.layer,
     digest: sha256Digest(gz),
