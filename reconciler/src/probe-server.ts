@@ -1,6 +1,6 @@
 /** Plain HTTP /healthz, /readyz and /metrics for the kubelet and Prometheus. */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, ListenOptions } from 'node:net';
 import type { Registry } from 'prom-client';
 
 export interface ProbeServer {
@@ -34,7 +34,8 @@ export async function startProbeServer(
   });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
-    server.listen(port, host, () => ok());
+    // SO_REUSEPORT (Node >= 22.12): on the host network the next pod of a rolling update binds beside this one.
+    server.listen({ reusePort: true, port, host } as ListenOptions, () => ok());
   });
   return {
     port: (server.address() as AddressInfo).port,

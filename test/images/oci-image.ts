@@ -1,7 +1,9 @@
 /**
- * Writes an OCI image layout — one gzip layer, its config, a manifest and an index — and packs it into
+ * Writes an OCI image layout — gzip layers, their config, a manifest and an index — and packs it into
  * the tar archive `ctr images import` reads. The runtime never pulls: every image a pod uses is built
- * here from files on this machine and imported, and pods say `imagePullPolicy: Never`.
+ * here from files on this machine and imported, and pods say `imagePullPolicy: Never`. The same archive
+ * carries Docker's `manifest.json`, so `docker load` reads it too. The product images (images/) are
+ * written by this builder as well.
  *
  * The JSON documents come from a pure function (tested without a file system); the I/O around it packs
  * the root file system with GNU tar in a fixed order with fixed owners and times, so the same inputs give
@@ -36,6 +38,12 @@ export interface ImageSpec {
   env?: string[];
   /** GOARCH spelling (amd64, arm64). */
   architecture: string;
+  /** uid:gid the process runs as. */
+  user?: string;
+  workingDir?: string;
+  /** e.g. ['9443/tcp'] */
+  exposedPorts?: string[];
+  labels?: Record<string, string>;
 }
 
 export interface Blob {
@@ -55,31 +63,58 @@ export function goArch(nodeArch: string): string {
   return a;
 }
 
+/** gzip of identical layers (both service images share two) is computed once per process. */
+const gzipByDiffId = new Map<string, Buffer>();
+function gzipOnce(tar: Buffer): Buffer {
+  const id = sha256Digest(tar);
+  let gz = gzipByDiffId.get(id);
+  if (!gz) gzipByDiffId.set(id, (gz = gzipSync(tar)));
+  return gz;
+}
+
 /**
- * The blobs and index of an image with one layer. `layerTar` is the uncompressed layer (its digest is the
- * config's diff_id); the layer blob is its gzip.
+ * The blobs and index of an image. Each entry of `layerTars` is an uncompressed layer, lowest first (its
+ * digest is the config's diff_id); the layer blob is its gzip.
  */
-export function ociImage(spec: ImageSpec, layerTar: Buffer): { blobs: Blob[]; index: object; layout: object } {
+export function ociImage(
+  spec: ImageSpec,
+  layerTars: Buffer | readonly Buffer[],
+): { blobs: Blob[]; index: object; layout: object; dockerManifest: object[] } {
   if (!/^[a-z0-9.-]+(:\d+)?\/[a-z0-9._/-]+:[\w][\w.-]{0,127}$/.test(spec.name)) {
     throw new Error(`image name "${spec.name}" is not a full reference (host/path:tag)`);
   }
-  const layerGz = gzipSync(layerTar);
-  const layer: Descriptor = { mediaType: MEDIA.layer, digest: sha256Digest(layerGz), size: layerGz.length };
+  const tars = Buffer.isBuffer(layerTars) ? [layerTars] : layerTars;
+  const gzipped = tars.map((t) => gzipOnce(t));
+  const layers: Descriptor[] = gzipped.map((gz) => ({
+    mediaType: MEDIA.layer,
+    digest: sha256Digest(gz),
+    size: gz.length,
+  }));
   const config = Buffer.from(
     JSON.stringify({
       architecture: spec.architecture,
       os: 'linux',
       config: {
+        ...(spec.user ? { User: spec.user } : {}),
+        ...(spec.exposedPorts ? { ExposedPorts: Object.fromEntries(spec.exposedPorts.map((p) => [p, {}])) } : {}),
         ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
         ...(spec.cmd ? { Cmd: spec.cmd } : {}),
         Env: spec.env ?? ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+        ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
+        ...(spec.labels ? { Labels: spec.labels } : {}),
       },
-      rootfs: { type: 'layers', diff_ids: [sha256Digest(layerTar)] },
+      rootfs: { type: 'layers', diff_ids: tars.map((t) => sha256Digest(t)) },
     }),
   );
   const configDesc: Descriptor = { mediaType: MEDIA.config, digest: sha256Digest(config), size: config.length };
   const manifest = Buffer.from(
-    JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.manifest, config: configDesc, layers: [layer] }),
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MEDIA.manifest,
+      config: configDesc,
+      layers,
+      ...(spec.labels ? { annotations: spec.labels } : {}),
+    }),
   );
   const index = {
     schemaVersion: 2,
@@ -98,14 +133,19 @@ export function ociImage(spec: ImageSpec, layerTar: Buffer): { blobs: Blob[]; in
       },
     ],
   };
+  const blobPath = (d: string) => `blobs/sha256/${d.slice('sha256:'.length)}`;
   return {
     blobs: [
-      { digest: layer.digest, bytes: layerGz },
+      ...layers.map((l, i) => ({ digest: l.digest, bytes: gzipped[i]! })),
       { digest: configDesc.digest, bytes: config },
       { digest: sha256Digest(manifest), bytes: manifest },
     ],
     index,
     layout: { imageLayoutVersion: '1.0.0' },
+    // `docker load` reads this (gzip layers included); containerd and skopeo read index.json.
+    dockerManifest: [
+      { Config: blobPath(configDesc.digest), RepoTags: [spec.name], Layers: layers.map((l) => blobPath(l.digest)) },
+    ],
   };
 }
 
@@ -128,20 +168,28 @@ export function reproducibleTar(dir: string, out: string): void {
   ]);
 }
 
-/** Packs `rootfs` as the single layer of an image and writes the OCI archive to `archive`. */
-export function writeOciArchive(rootfs: string, spec: ImageSpec, archive: string): void {
+/**
+ * Packs each directory of `rootfs` as one layer (lowest first) and writes the OCI archive to `archive`.
+ * Returns the manifest's digest: the image's digest in a registry after a push that keeps the blobs.
+ */
+export function writeOciArchive(rootfs: string | readonly string[], spec: ImageSpec, archive: string): string {
   const work = mkdtempSync(join(tmpdir(), 'kd-oci-'));
   try {
-    reproducibleTar(rootfs, join(work, 'layer.tar'));
-    const image = ociImage(spec, readFileSync(join(work, 'layer.tar')));
+    const tars = (typeof rootfs === 'string' ? [rootfs] : rootfs).map((dir, i) => {
+      reproducibleTar(dir, join(work, `layer-${i}.tar`));
+      return readFileSync(join(work, `layer-${i}.tar`));
+    });
+    const image = ociImage(spec, tars);
     const layout = join(work, 'layout');
     mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
     for (const b of image.blobs)
       writeFileSync(join(layout, 'blobs', 'sha256', b.digest.slice('sha256:'.length)), b.bytes);
     writeFileSync(join(layout, 'index.json'), JSON.stringify(image.index));
     writeFileSync(join(layout, 'oci-layout'), JSON.stringify(image.layout));
+    writeFileSync(join(layout, 'manifest.json'), JSON.stringify(image.dockerManifest));
     reproducibleTar(layout, `${archive}.tmp`);
     execFileSync('mv', ['-f', `${archive}.tmp`, archive]);
+    return (image.index as { manifests: Descriptor[] }).manifests[0]!.digest;
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -1,0 +1,68 @@
+/**
+ * `npm run images [-- --tag T] [--registry R] [--label key=value]... [--out DIR] [--service NAME]`:
+ * builds the admission and reconciler images as OCI archives (with Docker's manifest.json, so
+ * `docker load` reads them too) into dist/images/, and writes dist/images/images.json with each image's
+ * name, digest and size. The workspaces must be compiled first (`npm run images` runs `tsc -b`).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { buildServiceImage, DEFAULT_REGISTRY, type Service, SERVICES } from './service-images.js';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The commit built from; `-dirty` when tracked files differ from it. */
+export function gitRevision(root: string): string | undefined {
+  try {
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    return dirty.trim() ? `${head}-dirty` : head;
+  } catch {
+    return undefined;
+  }
+}
+
+function main(): void {
+  const { values } = parseArgs({
+    options: {
+      tag: { type: 'string' },
+      registry: { type: 'string', default: DEFAULT_REGISTRY },
+      label: { type: 'string', multiple: true, default: [] },
+      out: { type: 'string', default: join(repoRoot, 'dist', 'images') },
+      service: { type: 'string', multiple: true },
+    },
+  });
+  const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+  const labels: Record<string, string> = {};
+  for (const l of values.label) {
+    const eq = l.indexOf('=');
+    if (eq < 1) throw new Error(`--label ${l}: expected key=value`);
+    labels[l.slice(0, eq)] = l.slice(eq + 1);
+  }
+  const services = (values.service ?? [...SERVICES]) as Service[];
+  for (const s of services) if (!SERVICES.includes(s)) throw new Error(`--service ${s}: one of ${SERVICES.join(', ')}`);
+  const revision = gitRevision(repoRoot);
+  const built = services.map((service) => {
+    const t0 = Date.now();
+    const img = buildServiceImage(service, {
+      repoRoot,
+      outDir: values.out,
+      tag: values.tag ?? version,
+      registry: values.registry,
+      labels,
+      ...(revision ? { revision } : {}),
+    });
+    console.log(
+      `${img.name}  ${img.digest}  ${(img.bytes / 1e6).toFixed(1)} MB  ${((Date.now() - t0) / 1000).toFixed(1)} s  → ${img.archive}`,
+    );
+    return img;
+  });
+  writeFileSync(join(values.out, 'images.json'), `${JSON.stringify(built, null, 2)}\n`);
+}
+
+main();

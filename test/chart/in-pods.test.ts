@@ -1,0 +1,394 @@
+/**
+ * The chart with its services running IN PODS on the test node, from the images `npm run images` builds:
+ * the archives are imported into the node's containerd, `helm install` rolls out both Deployments, the
+ * webhooks answer through the API server, a running member pod holds its configmeta file, the reconciler
+ * leads with its projected ServiceAccount token, and `helm upgrade` to rebuilt images rolls both
+ * Deployments while admissions keep flowing, without one failing.
+ *
+ * This node has no kube-proxy and no pod network the API server can reach, so a Helm post-renderer adapts
+ * the rendered manifests to it, and only that: host network on 127.0.0.1 (the new pod of a rolling update
+ * binds beside the old one, SO_REUSEPORT; no declared ports, which would be hostPorts the scheduler
+ * refuses to put twice on one node; net.ipv4.tcp_migrate_req=1 during the upgrade so connections queued on
+ * the closing listener move to the new one), the webhooks' clientConfig as a url on 127.0.0.1 instead of the
+ * Service, and KUBERNETES_SERVICE_HOST/PORT naming the API server's loopback address (what a cluster
+ * without kube-proxy sets, as Cilium's k8sServiceHost does), and a startup probe that asks whether the
+ * container's own process listens (an HTTP probe of 127.0.0.1 may reach the pod being replaced).
+ * Everything else — RBAC, readiness and liveness probes, security context, strategy, the images — is the
+ * chart's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { importImage } from '../controlplane/containerd.js';
+import { freePort } from '../controlplane/net.js';
+import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
+import { buildServiceImage, type BuiltServiceImage, serviceImageName } from '../../images/service-images.js';
+import { useTestEnv } from '../support/cluster.js';
+import { installCrds } from '../support/crds.js';
+import { createNamespace } from '../support/namespaces.js';
+import { getJson, kubectlOk } from '../support/kd-objects.js';
+import { eventually, ok, repoRoot } from '../support/processes.js';
+import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
+import { runningPod, waitForNode } from '../node/node-support.js';
+import { CHART, EXAMPLES, TempDir, parseDocs, randomName, type Doc } from './chart-support.js';
+
+const env = useTestEnv();
+const ns = env.namespace;
+const apps = `${ns}-apps`.slice(0, 63);
+const release = randomName('kdp');
+const fullname = `${release}-kd-connections`;
+const TLS_SECRET = 'kd-in-pods-webhook-tls';
+/** Where a member container reads its configmeta (the in-pod layout may change; this path stays). */
+const CONFIGMETA_PATH = '/etc/guestconfig/configmeta.json';
+const DENIED = join(EXAMPLES, 'denied', 'notebook-to-postgres.yaml');
+const MIGRATE_REQ = '/proc/sys/net/ipv4/tcp_migrate_req';
+
+const dir = new TempDir();
+const images: Record<'v1' | 'v2', BuiltServiceImage[]> = { v1: [], v2: [] };
+const figures: Record<string, unknown> = {};
+let valuesFile: string;
+let postRenderer: string;
+let installed = false;
+
+const tagOf = (v: 'v1' | 'v2') => `0.1.0-inpods-${v}`;
+
+/**
+ * `node -e` in the container: exits 0 once the container's own process (PID 1) has a socket listening on
+ * port P. On the host network an HTTP probe of 127.0.0.1:P may be answered by the pod being replaced, so
+ * the surge pod would count as started before it listens; this tells the two apart.
+ */
+const OWN_LISTENER_CHECK = `const fs = require('fs');
+const own = new Set(fs.readdirSync('/proc/1/fd').map((f) => { try { return fs.readlinkSync('/proc/1/fd/' + f); } catch { return ''; } })
+  .filter((l) => l.startsWith('socket:[')).map((l) => l.slice(8, -1)));
+const rows = ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((f) => { try { return fs.readFileSync(f, 'utf8').split('\\n').slice(1); } catch { return []; } });
+const listening = rows.map((r) => r.trim().split(/\\s+/)).some((c) => c[3] === '0A' && parseInt(c[1].split(':').pop(), 16) === P && own.has(c[9]));
+process.exit(listening ? 0 : 1);`;
+
+/** Adapts the rendered manifests to this node (see the file comment); a Helm post-renderer reads stdin. */
+function postRendererScript(apiPort: number, admissionPort: number): string {
+  const yamlModule = join(repoRoot, 'node_modules', 'yaml', 'dist', 'index.js');
+  return `#!/usr/bin/env node
+import YAML from ${JSON.stringify(yamlModule)};
+import { readFileSync } from 'node:fs';
+const docs = YAML.parseAllDocuments(readFileSync(0, 'utf8')).map((d) => d.toJSON()).filter(Boolean);
+for (const d of docs) {
+  if (d.kind === 'Deployment') {
+    const pod = d.spec.template.spec;
+    pod.hostNetwork = true;
+    pod.dnsPolicy = 'ClusterFirstWithHostNet';
+    for (const c of pod.containers) {
+      // A declared port of a host-network pod is a hostPort, and the scheduler never puts two pods with the
+      // same hostPort on one node: the surge pod would stay Pending. Undeclared, probes name the number.
+      const byName = Object.fromEntries((c.ports ?? []).map((p) => [p.name, p.containerPort]));
+      for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+        if (probe?.httpGet && typeof probe.httpGet.port === 'string') probe.httpGet.port = byName[probe.httpGet.port];
+      }
+      delete c.ports;
+      const port = Number((c.args.find((a) => /^--(port|metrics-bind-address)=/.test(a)) ?? '').split(/[=:]/).pop());
+      c.startupProbe = {
+        exec: { command: ['/usr/local/bin/node', '-e', 'const P = ' + port + ';\\n' + ${JSON.stringify(OWN_LISTENER_CHECK)}] },
+        periodSeconds: 1, timeoutSeconds: 10, failureThreshold: 120,
+      };
+      c.args = (c.args ?? []).map((a) =>
+        a.replace(/^--bind-address=0\\.0\\.0\\.0$/, '--bind-address=127.0.0.1')
+         .replace(/^--metrics-bind-address=0\\.0\\.0\\.0:/, '--metrics-bind-address=127.0.0.1:'));
+      c.env = [...(c.env ?? []),
+        { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+        { name: 'KUBERNETES_SERVICE_PORT', value: '${apiPort}' }];
+    }
+  }
+  if (d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration') {
+    for (const w of d.webhooks) {
+      const { path } = w.clientConfig.service;
+      w.clientConfig = { url: 'https://127.0.0.1:${admissionPort}' + path, caBundle: w.clientConfig.caBundle };
+    }
+  }
+}
+process.stdout.write(docs.map((d) => '---\\n' + YAML.stringify(d)).join(''));
+`;
+}
+
+function build(v: 'v1' | 'v2'): BuiltServiceImage[] {
+  const t0 = Date.now();
+  const out = (['admission', 'reconciler'] as const).map((s) =>
+    buildServiceImage(s, {
+      repoRoot,
+      outDir: join(dir.path, v),
+      tag: tagOf(v),
+      revision: 'in-pods-test',
+      // v2 differs from v1 only by this label (and its tag): a rebuilt image, a new digest.
+      ...(v === 'v2' ? { labels: { 'dev.kd-connections.test.rebuild': 'v2' } } : {}),
+    }),
+  );
+  figures[`build ${v} (both images), s`] = (Date.now() - t0) / 1000;
+  return out;
+}
+
+/** What `kubectl rollout status` waits for, polled (one kubectl call may not outlive 60 s here). */
+async function rolledOut(component: string): Promise<void> {
+  const name = `${fullname}-${component}`;
+  try {
+    await eventually(
+      `${name} rolled out`,
+      async () => {
+        const d = await getJson(env, ['deployment', name], ns);
+        const s = d.status ?? {};
+        const want = d.spec.replicas;
+        return (
+          s.observedGeneration >= d.metadata.generation &&
+          s.updatedReplicas === want &&
+          s.availableReplicas === want &&
+          s.replicas === want
+        );
+      },
+      180_000,
+    );
+  } catch (e) {
+    const pods = await env.kubectl(['describe', 'pods', '-l', `app.kubernetes.io/instance=${release}`], {
+      namespace: ns,
+    });
+    const logs = await env.kubectl(
+      ['logs', '-l', `app.kubernetes.io/component=${component}`, '--all-containers', '--prefix', '--tail=30'],
+      { namespace: ns },
+    );
+    throw new Error(`${(e as Error).message}\n${pods.stdout.slice(-6000)}\n${logs.stdout.slice(-4000)}`);
+  }
+}
+
+const helm = async (verb: 'install' | 'upgrade', v: 'v1' | 'v2') => {
+  const t0 = Date.now();
+  const r = await env.helm([
+    verb,
+    release,
+    CHART,
+    '--namespace',
+    ns,
+    '-f',
+    valuesFile,
+    '--set',
+    `admission.image.tag=${tagOf(v)}`,
+    '--set',
+    `reconciler.image.tag=${tagOf(v)}`,
+    '--post-renderer',
+    postRenderer,
+  ]);
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+  for (const c of ['admission', 'reconciler']) await rolledOut(c);
+  figures[`helm ${verb} → both rollouts complete, s`] = (Date.now() - t0) / 1000;
+};
+
+const podsOf = async (component: string): Promise<Doc[]> =>
+  (
+    await getJson(
+      env,
+      ['pods', '-l', `app.kubernetes.io/instance=${release},app.kubernetes.io/component=${component}`],
+      ns,
+    )
+  ).items;
+
+/** Every pod of the component: Running the given image, Ready (its probes pass), never restarted. */
+async function expectHealthy(component: string, image: string, replicas: number): Promise<void> {
+  const pods = (await podsOf(component)).filter((p) => !p.metadata.deletionTimestamp);
+  expect(pods).toHaveLength(replicas);
+  for (const p of pods) {
+    const ready = p.status.conditions.find((c: Doc) => c.type === 'Ready');
+    const cs = p.status.containerStatuses[0];
+    expect({ pod: p.metadata.name, image: p.spec.containers[0].image, ready: ready?.status }).toEqual({
+      pod: p.metadata.name,
+      image,
+      ready: 'True',
+    });
+    expect({ pod: p.metadata.name, restarts: cs.restartCount }).toEqual({ pod: p.metadata.name, restarts: 0 });
+  }
+}
+
+beforeAll(async () => {
+  const node = await waitForNode();
+  await installCrds(env);
+  await createNamespace(env.kc, apps);
+  images.v1 = build('v1');
+  images.v2 = build('v2');
+  for (const img of [...images.v1, ...images.v2]) await importImage('ctr', node.containerdSocket, img.archive);
+
+  // The webhook serving pair the harness made for 127.0.0.1, as the chart's `secret` certificate mode wants.
+  const tls = dir.file('tls.crt', env.info.webhookServing.certPem, 0o644);
+  const key = dir.file('tls.key', env.info.webhookServing.keyPem);
+  ok(
+    await env.kubectl(['create', 'secret', 'tls', TLS_SECRET, `--cert=${tls}`, `--key=${key}`], { namespace: ns }),
+    'create tls secret',
+  );
+  const admissionPort = await freePort();
+  const apiPort = Number(new URL(env.info.server).port);
+  postRenderer = dir.file('post-render.mjs', postRendererScript(apiPort, admissionPort), 0o755);
+  chmodSync(postRenderer, 0o755);
+  const toleration = [TEST_NODE_TOLERATION];
+  valuesFile = dir.file(
+    'values.json',
+    JSON.stringify({
+      certificates: { mode: 'secret', secret: { name: TLS_SECRET } },
+      webhook: { caBundle: Buffer.from(env.info.webhookCaPem).toString('base64'), timeoutSeconds: 10 },
+      watchNamespaces: [apps],
+      image: { pullPolicy: 'Never' },
+      admission: { replicas: 1, port: admissionPort, tolerations: toleration, preStopSleepSeconds: 3 },
+      reconciler: { replicas: 1, metricsPort: await freePort(), tolerations: toleration },
+    }),
+  );
+}, 900_000);
+
+afterAll(async () => {
+  if (installed) await env.helm(['uninstall', release, '--namespace', ns, '--wait']);
+  await env.kc
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name: apps })
+    .catch(() => undefined);
+  dir.remove();
+  console.log(
+    `in-pods figures: ${JSON.stringify({ ...figures, images: images.v1.map(({ name, digest, bytes }) => ({ name, digest, bytes })) }, null, 1)}`,
+  );
+}, 120_000);
+
+describe('the chart with both services in pods on the node', () => {
+  it('installs; both Deployments roll out from the built images, probes green, no restarts', async () => {
+    await helm('install', 'v1');
+    installed = true;
+    await expectHealthy('admission', serviceImageName('admission', tagOf('v1')), 1);
+    await expectHealthy('reconciler', serviceImageName('reconciler', tagOf('v1')), 1);
+  }, 300_000);
+
+  it('the reconciler leads through the Lease with its projected ServiceAccount token', async () => {
+    const [pod] = await podsOf('reconciler');
+    expect(pod!.spec.serviceAccountName).toBe(`${fullname}-reconciler`);
+    expect(pod!.spec.containers[0].args.join(' ')).not.toContain('--kubeconfig');
+    const lease = await eventually('the reconciler pod holds the Lease', async () => {
+      const l = await getJson(env, ['lease', `${fullname}-reconciler`], ns);
+      return l.spec.holderIdentity === pod!.metadata.name ? l : undefined;
+    });
+    expect(lease.spec.holderIdentity).toBe(pod!.metadata.name);
+  }, 120_000);
+
+  it('enforces the examples through the API server; a running member pod holds its configmeta file', async () => {
+    const applied = await env.kubectl(['apply', '-k', EXAMPLES], { namespace: apps });
+    expect({ code: applied.code, stdout: applied.stdout }).toEqual({
+      code: 0,
+      stdout: expect.stringContaining('created'),
+    });
+    expect((await getJson(env, ['kdcluster', 'notebook'], apps)).spec.configMetaGenerator).toBe(1);
+    const denied = await env.kubectl(['apply', '-f', DENIED], { namespace: apps });
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain(`admission webhook "${WEBHOOK_NAMES.validateCluster}" denied the request`);
+
+    const member = runningPod('notebook-controller-0', 'exec sleep 3600', {
+      labels: { 'kubedirector.hpe.com/kdcluster': 'notebook', 'kubedirector.hpe.com/role': 'controller' },
+    });
+    await kubectlOk(env, ['apply', '-f', '-'], { namespace: apps, input: JSON.stringify(member) });
+    const r = await env.kubectl(['wait', '--for=condition=Ready', '--timeout=120s', 'pod/notebook-controller-0'], {
+      namespace: apps,
+    });
+    expect(r.code).toBe(0);
+    const doc = await eventually(
+      'configmeta in the member container',
+      async () => {
+        const c = await env.kubectl(['exec', 'notebook-controller-0', '--', 'cat', CONFIGMETA_PATH], {
+          namespace: apps,
+        });
+        if (c.code !== 0 || !c.stdout.trim()) return undefined;
+        const parsed = JSON.parse(c.stdout);
+        return Object.keys(parsed.connections?.clusters ?? {}).length === 2 ? parsed : undefined;
+      },
+      90_000,
+    );
+    expect(Object.keys(doc.connections.clusters).sort()).toEqual(['spark-logs-nightly', 'training-cluster']);
+  }, 300_000);
+
+  it('helm upgrade to rebuilt images rolls both Deployments under continuous admissions, none failing', async () => {
+    const api = env.kc.makeApiClient(CustomObjectsApi);
+    const base = await getJson(env, ['kdcluster', 'notebook'], apps);
+    const probe = {
+      apiVersion: base.apiVersion,
+      kind: base.kind,
+      metadata: { name: 'notebook-probe' },
+      spec: { ...base.spec, configMetaGenerator: undefined },
+    };
+    let stop = false;
+    const outcome = { admitted: 0, failed: [] as string[] };
+    const loop = (async () => {
+      while (!stop) {
+        try {
+          // A server-side dry run passes both webhooks (mutating, then validating) and stores nothing.
+          const created = (await api.createNamespacedCustomObject({
+            group: 'kubedirector.hpe.com',
+            version: 'v1beta1',
+            namespace: apps,
+            plural: 'kubedirectorclusters',
+            body: probe,
+            dryRun: 'All',
+          })) as Doc;
+          if (created.spec.configMetaGenerator !== 1) throw new Error(`not mutated: ${JSON.stringify(created.spec)}`);
+          outcome.admitted++;
+        } catch (e) {
+          outcome.failed.push(String((e as { body?: string }).body ?? e).slice(0, 300));
+        }
+      }
+    })();
+    // With SO_REUSEPORT, connections still queued on the old pod's listener when it closes would be reset;
+    // this makes the kernel hand them to the new pod's listener instead (Linux >= 5.14; restored below).
+    const previousMigrate = readFileSync(MIGRATE_REQ, 'utf8').trim();
+    writeFileSync(MIGRATE_REQ, '1');
+    try {
+      const v1Pods = [...(await podsOf('admission')), ...(await podsOf('reconciler'))].map((p) => p.metadata.name);
+      await new Promise((r) => setTimeout(r, 2_000));
+      await helm('upgrade', 'v2');
+      // The old pods are gone for good before the count ends (the old admission pod's drain included).
+      await eventually('old pods gone', async () => {
+        const now = [...(await podsOf('admission')), ...(await podsOf('reconciler'))].map((p) => p.metadata.name);
+        return v1Pods.every((n) => !now.includes(n)) || undefined;
+      });
+      await new Promise((r) => setTimeout(r, 2_000));
+    } finally {
+      stop = true;
+      await loop;
+      writeFileSync(MIGRATE_REQ, previousMigrate);
+    }
+    figures['admissions during upgrade'] = outcome.admitted;
+    figures['failed admissions during upgrade'] = outcome.failed.length;
+    expect(outcome.failed).toEqual([]);
+    expect(outcome.admitted).toBeGreaterThan(20);
+    await expectHealthy('admission', serviceImageName('admission', tagOf('v2')), 1);
+    await expectHealthy('reconciler', serviceImageName('reconciler', tagOf('v2')), 1);
+    const v2digest = images.v2.find((i) => i.service === 'admission')!.digest;
+    expect(v2digest).not.toBe(images.v1.find((i) => i.service === 'admission')!.digest);
+  }, 400_000);
+
+  it('helm uninstall leaves only the CRDs, the Secret we gave it and the digest key', async () => {
+    const r = await env.helm(['uninstall', release, '--namespace', ns, '--wait']);
+    expect(r.code).toBe(0);
+    installed = false;
+    await eventually(
+      'release pods gone',
+      async () => (await podsOf('admission')).length + (await podsOf('reconciler')).length === 0 || undefined,
+      120_000,
+    );
+    const left = parseDocs(
+      ok(
+        await env.kubectl(['get', 'deploy,svc,sa,role,rolebinding,lease,pdb,secret,configmap', '-o', 'yaml'], {
+          namespace: ns,
+        }),
+        'get leftovers',
+      ).stdout,
+    )[0]!.items.map((o: Doc) => `${o.kind}/${o.metadata.name}`);
+    expect(left.filter((n: string) => n.includes(release) || n.includes('kd-connections'))).toEqual([
+      'Secret/kd-connections-digest-key',
+    ]);
+    expect(left).toContain(`Secret/${TLS_SECRET}`);
+    for (const kind of [
+      'validatingwebhookconfiguration',
+      'mutatingwebhookconfiguration',
+      'clusterrole',
+      'clusterrolebinding',
+    ]) {
+      const names = ok(await env.kubectl(['get', kind, '-o', 'name'], { namespace: false }), kind).stdout;
+      expect(names).not.toContain(fullname);
+    }
+  }, 180_000);
+});
