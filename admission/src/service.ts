@@ -96,6 +96,7 @@ export class AdmissionService implements CertificateSink {
       deps: {
         lookup,
         rules: { systemNamespace: config.systemNamespace, secretConnections: config.secretConnections },
+        delivery: { image: config.guestconfigImage },
       },
       namespaces: {
         only: config.namespaces,

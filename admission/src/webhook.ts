@@ -4,7 +4,7 @@
  * allowed unchanged: the configuration decides what is sent, and refusing what we do not understand
  * would turn a configuration slip into an outage.
  */
-import type { AppLookup, RuleOptions } from '@kd-connections/shared';
+import type { AppLookup, PodDeliveryOptions, RuleOptions } from '@kd-connections/shared';
 import {
   toResponse,
   type AdmissionRequest,
@@ -18,6 +18,8 @@ import { ALL_NAMESPACES, outOfScope, type NamespaceScope } from './namespace-sco
 export interface WebhookDeps {
   lookup: AppLookup;
   rules: RuleOptions;
+  /** The pod webhook's delivery settings; absent: the default sidecar image. */
+  delivery?: PodDeliveryOptions;
 }
 
 export type Operation = 'CREATE' | 'UPDATE';
