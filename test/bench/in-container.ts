@@ -5,15 +5,17 @@
  * bench reads the uptime just before it sends the ConfigMap PATCH; containers share the host's kernel
  * clock, so the difference is the latency as an app in the pod sees it (resolution 10 ms, +≤100 ms poll).
  *
- * No admission service runs here: the pods carry the configmeta volume the pod webhook would add
- * (configMetaVolume() from shared, the same function the webhook uses).
+ * No admission service runs here: the pods carry what the pod webhook would add (decidePodDelivery's
+ * patch, the same function the webhook uses): the kd-guestconfig sidecar copies the kubelet's
+ * downward-API file into the app's /etc/guestconfig, so the figure covers kubelet + sidecar swap.
+ * "first document read" also covers the sidecar's gate: the app starts only once the file exists.
  */
 import { readFileSync } from 'node:fs';
-import { CONFIGMETA_DIR, CONFIGMETA_FILE, CONFIGMETA_VOLUME, configMetaVolume } from '@kd-connections/shared';
+import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { startNode, TEST_NODE_TOLERATION, type NodeHandle } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
-import { apply, configMap, kdApp, kdCluster } from '../support/kd-objects.js';
+import { apply, configMap, kdApp, kdCluster, withDelivery } from '../support/kd-objects.js';
 import { sleep } from '../support/processes.js';
 import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 import { benchEnv, mapLimit, say, timer } from './env.js';
@@ -49,7 +51,7 @@ while :; do
 done`;
 
 function memberPod(name: string, cluster: string): Record<string, unknown> {
-  return {
+  return withDelivery({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': 'worker' } },
@@ -57,19 +59,17 @@ function memberPod(name: string, cluster: string): Record<string, unknown> {
       hostNetwork: true,
       tolerations: [TEST_NODE_TOLERATION],
       terminationGracePeriodSeconds: 1,
-      volumes: [configMetaVolume()],
       containers: [
         {
           name: 'app',
           image: BUSYBOX_IMAGE,
           imagePullPolicy: 'Never',
           command: ['sh', '-c', WATCH],
-          volumeMounts: [{ name: CONFIGMETA_VOLUME, mountPath: CONFIGMETA_DIR, readOnly: true }],
           resources: { requests: { cpu: '1m', memory: '4Mi' } },
         },
       ],
     },
-  };
+  });
 }
 
 export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InContainerResult> {
