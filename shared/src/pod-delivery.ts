@@ -136,6 +136,18 @@ const SMALL_RESOURCES = {
   limits: { cpu: '50m', memory: '32Mi' },
 };
 
+/** Root with only the capabilities named, no privilege escalation, nothing writable outside its volumes. */
+function rootWith(add: string[]) {
+  return {
+    runAsUser: 0,
+    runAsGroup: 0,
+    runAsNonRoot: false,
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    capabilities: { drop: ['ALL'], ...(add.length ? { add } : {}) },
+  };
+}
+
 export function sidecarContainer(image: string) {
   return {
     name: GUESTCONFIG_SIDECAR,
@@ -156,14 +168,7 @@ export function sidecarContainer(image: string) {
     // Root, because the private files must be root-only (configcli merges them only for root) and owned
     // by root; no capability at all (every file it writes is its own, in directories root owns), no
     // privilege escalation, nothing writable outside its volumes.
-    securityContext: {
-      runAsUser: 0,
-      runAsGroup: 0,
-      runAsNonRoot: false,
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      capabilities: { drop: ['ALL'] },
-    },
+    securityContext: rootWith([]),
     volumeMounts: [
       { name: CONFIGMETA_VOLUME, mountPath: SIDECAR_SOURCE_DIR, readOnly: true },
       { name: PRIVATE_CONFIGMETA_VOLUME, mountPath: SIDECAR_PRIVATE_DIR, readOnly: true },
@@ -182,14 +187,7 @@ export function seedContainer(index: number, image: string, imagePullPolicy: str
     resources: SMALL_RESOURCES,
     // Root with only what copying with owners and modes needs (read any file, set owner and mode), so an
     // image whose /etc/guestconfig belongs to another user is copied as it is.
-    securityContext: {
-      runAsUser: 0,
-      runAsGroup: 0,
-      runAsNonRoot: false,
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      capabilities: { drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER'] },
-    },
+    securityContext: rootWith(['CHOWN', 'DAC_OVERRIDE', 'FOWNER']),
     volumeMounts: [
       { name: GUESTCONFIG_VOLUME, mountPath: SEED_DIR },
       { name: GUESTCONFIG_TOOLS_VOLUME, mountPath: TOOLS_DIR, readOnly: true },

@@ -4,7 +4,7 @@
  * pod created before its annotation exists, and for an image without a shell), ConfigMap edits and the
  * private Secret reach the directory, and opt-out and an existing mount are respected.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { privateConfigMetaSecretName } from '@kd-connections/shared';
@@ -21,19 +21,12 @@ import {
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { useTestEnv } from '../support/cluster.js';
-import { installCrds } from '../support/crds.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, podConfigMeta } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
-import { registerWebhooks, waitUntilLive, type Registration } from '../support/webhook-configurations.js';
-import { waitForNode, waitPodReady } from './node-support.js';
+import { useDeliveryServices, waitPodReady } from './node-support.js';
 
 const env = useTestEnv();
 const FILE = '/etc/guestconfig/configmeta.json';
-let admission: RunningAdmission | undefined;
-let webhooks: Registration | undefined;
-let rec: ReconcilerProcess | undefined;
-
 function ctrBinary(): string {
   for (const d of (process.env.PATH ?? '').split(':').concat('/usr/bin', '/usr/sbin')) {
     if (d && existsSync(join(d, 'ctr'))) return join(d, 'ctr');
@@ -41,20 +34,9 @@ function ctrBinary(): string {
   throw new Error('ctr not found');
 }
 
-beforeAll(async () => {
-  await installCrds(env);
-  admission = await startAdmission(env);
-  webhooks = await registerWebhooks(env, admission);
-  await waitUntilLive(env);
-  rec = await startReconciler(env);
-  const node = await waitForNode();
+useDeliveryServices(env, async (node) => {
   for (const img of [guestconfigAppImage(), noShellImage()])
     await importImage(ctrBinary(), node.containerdSocket, img.archive);
-}, 300_000);
-afterAll(async () => {
-  await webhooks?.remove();
-  await rec?.stop();
-  await admission?.stop();
 });
 
 type Obj = Record<string, any>;
