@@ -129,12 +129,31 @@ export function seedScript(): string {
   ].join('\n');
 }
 
-// Requests equal limits: a pod whose own containers are Guaranteed stays Guaranteed. Small, because the
-// sidecar only copies a file of at most the annotation size limit, a few times a second at most.
-const SMALL_RESOURCES = {
-  requests: { cpu: '50m', memory: '32Mi' },
-  limits: { cpu: '50m', memory: '32Mi' },
-};
+type Resources = { requests: Record<string, string>; limits: Record<string, string> };
+
+/**
+ * Resources of the injected containers, small because the sidecar only copies a file bounded by the
+ * annotation size limit a few times a second at most. A pod whose containers are all Guaranteed
+ * (CPU and memory limits, requests equal to them) gets requests equal to limits, so it stays Guaranteed;
+ * any other pod gets a small request and a memory limit but no CPU limit, so a burst of copying is never
+ * throttled and many member pods fit on a node (5m each).
+ */
+export function deliveryResources(containers: readonly unknown[]): Resources {
+  const guaranteed =
+    containers.length > 0 &&
+    containers.every((c) => {
+      const r = (c as { resources?: { limits?: Record<string, unknown>; requests?: Record<string, unknown> } })
+        ?.resources;
+      const lim = r?.limits ?? {};
+      const req = r?.requests ?? {};
+      return ['cpu', 'memory'].every(
+        (k) => lim[k] !== undefined && (req[k] === undefined || String(req[k]) === String(lim[k])),
+      );
+    });
+  return guaranteed
+    ? { requests: { cpu: '20m', memory: '16Mi' }, limits: { cpu: '20m', memory: '16Mi' } }
+    : { requests: { cpu: '5m', memory: '16Mi' }, limits: { memory: '32Mi' } };
+}
 
 /** Root with only the capabilities named, no privilege escalation, nothing writable outside its volumes. */
 function rootWith(add: string[]) {
@@ -148,7 +167,7 @@ function rootWith(add: string[]) {
   };
 }
 
-export function sidecarContainer(image: string) {
+export function sidecarContainer(image: string, resources: Resources = deliveryResources([])) {
   return {
     name: GUESTCONFIG_SIDECAR,
     image,
@@ -164,7 +183,7 @@ export function sidecarContainer(image: string) {
       timeoutSeconds: 1,
       failureThreshold: 3600,
     },
-    resources: SMALL_RESOURCES,
+    resources,
     // Root, because the private files must be root-only (configcli merges them only for root) and owned
     // by root; no capability at all (every file it writes is its own, in directories root owns), no
     // privilege escalation, nothing writable outside its volumes.
@@ -178,13 +197,18 @@ export function sidecarContainer(image: string) {
   };
 }
 
-export function seedContainer(index: number, image: string, imagePullPolicy: string | undefined) {
+export function seedContainer(
+  index: number,
+  image: string,
+  imagePullPolicy: string | undefined,
+  resources: Resources = deliveryResources([]),
+) {
   return {
     name: `${SEED_CONTAINER_PREFIX}${index}`,
     image,
     ...(imagePullPolicy ? { imagePullPolicy } : {}),
     command: [`${TOOLS_DIR}/busybox`, 'sh', '-c', seedScript()],
-    resources: SMALL_RESOURCES,
+    resources,
     // Root with only what copying with owners and modes needs (read any file, set owner and mode), so an
     // image whose /etc/guestconfig belongs to another user is copied as it is.
     securityContext: rootWith(['CHOWN', 'DAC_OVERRIDE', 'FOWNER']),
@@ -259,12 +283,13 @@ export function decidePodDelivery(
     for (const v of volumes) patch.push({ op: 'add', path: '/spec/volumes/-', value: v });
   else patch.push({ op: 'add', path: '/spec/volumes', value: volumes });
 
+  const resources = deliveryResources(containers.map(({ c }) => c));
   const seeds: ReturnType<typeof seedContainer>[] = [];
   for (const { c } of receivers) {
     if (typeof c.image !== 'string' || seeds.some((s) => s.image === c.image)) continue;
-    seeds.push(seedContainer(seeds.length, c.image, c.imagePullPolicy));
+    seeds.push(seedContainer(seeds.length, c.image, c.imagePullPolicy, resources));
   }
-  const ours = [sidecarContainer(opts.image), ...seeds];
+  const ours = [sidecarContainer(opts.image, resources), ...seeds];
   // In front of the pod's own init containers, in order: the file exists before anything of the pod runs.
   if (inits) ours.forEach((c, k) => patch.push({ op: 'add', path: pointer('spec', 'initContainers', k), value: c }));
   else patch.push({ op: 'add', path: '/spec/initContainers', value: ours });

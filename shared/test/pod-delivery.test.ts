@@ -101,8 +101,32 @@ describe('decidePodDelivery', () => {
       { name: 'kd-guestconfig', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } },
       { name: 'kd-guestconfig-tools', emptyDir: { sizeLimit: '16Mi' } },
     ]);
-    // Requests equal limits: a Guaranteed pod stays Guaranteed.
-    for (const c of spec.initContainers) expect(c.resources.requests).toEqual(c.resources.limits);
+    // A pod that is not Guaranteed: a small request, a memory limit, no CPU limit (never throttled).
+    for (const c of spec.initContainers)
+      expect(c.resources).toEqual({ requests: { cpu: '5m', memory: '16Mi' }, limits: { memory: '32Mi' } });
+  });
+
+  it('a Guaranteed pod stays Guaranteed: requests equal limits in what is injected', () => {
+    const limits = { cpu: '1', memory: '1Gi' };
+    const { spec } = mutate(
+      member({
+        containers: [{ name: 'app', image: 'a:1', resources: { limits, requests: { cpu: '1', memory: '1Gi' } } }],
+      }),
+    );
+    for (const c of spec.initContainers) {
+      expect(c.resources.requests).toEqual(c.resources.limits);
+      expect(Object.keys(c.resources.limits).sort()).toEqual(['cpu', 'memory']);
+    }
+    // One container without limits makes the pod Burstable anyway: then no CPU limit.
+    const burstable = mutate(
+      member({
+        containers: [
+          { name: 'app', image: 'a:1', resources: { limits } },
+          { name: 'b', image: 'b:1' },
+        ],
+      }),
+    );
+    expect(burstable.spec.initContainers[0]!.resources.limits).toEqual({ memory: '32Mi' });
   });
 
   it('without an app container: every container, one seed per distinct image', () => {
