@@ -1,5 +1,5 @@
 /**
- * Member pods of a kdcluster as real containers: the pod webhook's volume delivers the configmeta
+ * Member pods of a kdcluster as real containers: the pod webhook's kd-guestconfig sidecar delivers the configmeta
  * document into the container, a ConfigMap edit reaches the file, and "ready members" (the status READY
  * column, the webhook's "no ready members yet" warning) follow real pod readiness.
  */
