@@ -12,8 +12,10 @@
  *    file. It reads both items from the timestamped directory `..data` points to, so the two always come
  *    from one kubelet update. An empty annotation keeps the last document: the file is never empty.
  * Every write goes to a temporary file in the same directory and is renamed over the target, so a reader
- * sees the old or the new file, never a partial one. Polling a symlink costs a readlink per volume per
- * round; 0.3 s keeps delivery well under the kubelet's own update delay.
+ * sees the old or the new file, never a partial one. A readlink of each volume every round would start
+ * processes all the time; instead each round compares the link with the directory last handled
+ * (`test -ef`, a shell builtin) and waits with a builtin read timeout, so an idle round starts no
+ * process. 0.3 s keeps delivery well under the kubelet's own update delay.
  */
 import {
   CONFIGMETA_FILE,
@@ -61,12 +63,24 @@ swap() {
 }
 # same FILE NAME: FILE equals $dir/NAME byte for byte.
 same() { cmp -s "$1" "$dir/$2" 2>/dev/null; }
+# changed VOLUME LAST: the volume's ..data no longer points where it pointed when LAST was handled
+# (LAST "-": never handled; "": there was no ..data). Shell builtins only: no process per round.
+changed() {
+  if [ -e "$1/..data" ]; then [ "$2" = - ] || [ -z "$2" ] || ! [ "$1/..data" -ef "$1/$2" ]; else [ -n "$2" ]; fi
+}
+# A pause without a process: busybox's read with a timeout on a private FIFO (in the tools emptyDir, the
+# only writable place besides the delivered directory); sleep where that is not possible.
+pause() { sleep "$poll"; }
+if [ -n "$tools" ] && mkfifo "$tools/.tick" 2>/dev/null && exec 3<>"$tools/.tick"; then
+  rm -f "$tools/.tick"
+  pause() { read -t "$poll" -u 3 _ || true; }
+fi
 
 last=-
 lastp=-
 while :; do
-  p=$(readlink "$priv/..data" 2>/dev/null) || p=
-  if [ "$p" != "$lastp" ]; then
+  if changed "$priv" "$lastp"; then
+    p=$(readlink "$priv/..data" 2>/dev/null) || p=
     pc="$priv/$p/${PRIVATE_SECRET_KEY_CONFIGMETA}"
     pl="$priv/$p/${PRIVATE_SECRET_KEY_PLATFORM}"
     if [ -n "$p" ] && [ -s "$pc" ] && [ -s "$pl" ]; then
@@ -80,11 +94,11 @@ while :; do
       lastp=$p
     fi
   fi
-  d=$(readlink "$src/..data" 2>/dev/null) || d=
-  if [ -n "$d" ] && [ "$d" != "$last" ]; then
+  if changed "$src" "$last"; then
+    d=$(readlink "$src/..data" 2>/dev/null) || d=
     doc="$src/$d/${CONFIGMETA_FILE}"
     gen="$src/$d/${SOURCE_GENERATOR_ITEM}"
-    if [ ! -s "$doc" ]; then
+    if [ -z "$d" ] || [ ! -s "$doc" ]; then
       last=$d
     elif { same "$doc" ${CONFIGMETA_FILE} || swap ${CONFIGMETA_FILE} 0644 "$doc"; } &&
       { [ ! -f "$gen" ] || same "$gen" ${GENERATOR_FILE} || swap ${GENERATOR_FILE} 0644 "$gen"; }; then
@@ -92,7 +106,7 @@ while :; do
       echo "kd-guestconfig: delivered generator $(cat "$dir/${GENERATOR_FILE}" 2>/dev/null)"
     fi
   fi
-  sleep "$poll"
+  pause
 done
 `;
 }
