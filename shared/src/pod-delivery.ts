@@ -233,6 +233,9 @@ export function deliveryVolumes(cluster: string) {
   ];
 }
 
+/** kubectl's choice of container when none is named. */
+export const DEFAULT_CONTAINER_ANNOTATION = 'kubectl.kubernetes.io/default-container';
+
 const OUR_VOLUMES = [CONFIGMETA_VOLUME, PRIVATE_CONFIGMETA_VOLUME, GUESTCONFIG_VOLUME, GUESTCONFIG_TOOLS_VOLUME];
 
 const mountsDir = (c: Container) =>
@@ -299,6 +302,15 @@ export function decidePodDelivery(
     if (Array.isArray(c.volumeMounts))
       patch.push({ op: 'add', path: pointer('spec', 'containers', i, 'volumeMounts', '-'), value: mount });
     else patch.push({ op: 'add', path: pointer('spec', 'containers', i, 'volumeMounts'), value: [mount] });
+  }
+  // The pod now has several containers: `kubectl exec`/`logs` without -c keep meaning the app, quietly.
+  const annotations = pod.metadata?.annotations;
+  if (app.length > 0 && annotations?.[DEFAULT_CONTAINER_ANNOTATION] === undefined) {
+    patch.push(
+      annotations
+        ? { op: 'add', path: pointer('metadata', 'annotations', DEFAULT_CONTAINER_ANNOTATION), value: 'app' }
+        : { op: 'add', path: '/metadata/annotations', value: { [DEFAULT_CONTAINER_ANNOTATION]: 'app' } },
+    );
   }
   const names = receivers.map(({ c, i }) => nameOf(c, i)).join(', ');
   return {

@@ -92,6 +92,12 @@ describe('decidePodDelivery', () => {
     });
     expect(spec.containers[0]!.volumeMounts).toEqual([{ name: 'd', mountPath: '/d' }]);
     expect(spec.containers[1]!.volumeMounts).toEqual([MOUNT]);
+    // kubectl exec/logs without -c go to the app, without a "Defaulted container" notice.
+    expect(d.patch).toContainEqual({
+      op: 'add',
+      path: '/metadata/annotations',
+      value: { 'kubectl.kubernetes.io/default-container': 'app' },
+    });
     expect(spec.volumes).toEqual([
       configMetaVolume(),
       {
@@ -146,6 +152,8 @@ describe('decidePodDelivery', () => {
       ['kd-guestconfig-seed-1', 'img:2'],
     ]);
     expect(spec.containers.map((c) => c.volumeMounts)).toEqual([[MOUNT], [MOUNT], [MOUNT]]);
+    // No app container: kubectl's default container is left to the pod.
+    expect(d.patch.some((op) => op.path.startsWith('/metadata'))).toBe(false);
   });
 
   it("keeps the pod's volumes and init containers, ours in front", () => {
@@ -219,6 +227,21 @@ describe('decidePodDelivery', () => {
     });
     // Any other annotation value does not opt out.
     expect(decidePodDelivery(member({ containers }, { [ANNOTATION_CONFIGMETA_VOLUME]: 'true' })).patch).not.toEqual([]);
+  });
+
+  it("adds kubectl's default container to existing annotations, and keeps one the pod chose", () => {
+    const containers = [
+      { name: 'side', image: 's:1' },
+      { name: 'app', image: 'a:1' },
+    ];
+    const d = decidePodDelivery(member({ containers }, { team: 'ml' }));
+    expect(d.patch).toContainEqual({
+      op: 'add',
+      path: '/metadata/annotations/kubectl.kubernetes.io~1default-container',
+      value: 'app',
+    });
+    const chosen = decidePodDelivery(member({ containers }, { 'kubectl.kubernetes.io/default-container': 'side' }));
+    expect(chosen.patch.some((op) => op.path.startsWith('/metadata'))).toBe(false);
   });
 
   it('a pod without spec or containers gets nothing', () => {
