@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import type { WebhookConfigurationRef } from '@kd-connections/certs';
 import {
+  DEFAULT_GUESTCONFIG_IMAGE,
   DNS1123_LABEL_RE,
   FlagError,
   packageVersion,
@@ -64,6 +65,8 @@ export interface AdmissionConfig {
   namespaces: string[];
   /** Namespaces the webhooks never select (its NotIn list); reviews for them are refused without a lookup. */
   excludedNamespaces: string[];
+  /** The image of the kd-guestconfig sidecar the pod webhook injects into member pods. */
+  guestconfigImage: string;
 }
 
 export const ADMISSION_FLAGS = {
@@ -240,13 +243,20 @@ export const ADMISSION_FLAGS = {
     default: ['kube-system'],
     help: 'namespaces the webhooks never select, comma-separated; a review for one is refused without a lookup (the chart adds the release namespace)',
   },
+  'guestconfig-image': {
+    type: 'string',
+    env: 'KD_ADMISSION_GUESTCONFIG_IMAGE',
+    default: DEFAULT_GUESTCONFIG_IMAGE,
+    metavar: 'image',
+    help: 'image of the kd-guestconfig sidecar injected into member pods (delivers /etc/guestconfig/configmeta.json); the default is the one the local harness builds',
+  },
 } satisfies Record<string, FlagSpec>;
 
 export const ADMISSION_PROGRAM: ProgramInfo = {
   name: 'kd-connections-admission',
   version: packageVersion(import.meta.url),
   summary:
-    'The kd-connections admission webhook: validates KubeDirectorClusters and mounts configmeta into member pods.',
+    'The kd-connections admission webhook: validates KubeDirectorClusters and gives member pods the configmeta delivery sidecar.',
 };
 
 export function usage(): string {
@@ -264,6 +274,13 @@ function namespaceList(name: string, names: string[]): string[] {
   const bad = names.find((n) => !DNS1123_LABEL_RE.test(n));
   if (bad !== undefined) throw new ConfigError(`--${name} must list namespace names, got ${JSON.stringify(bad)}`);
   return names;
+}
+
+/** An image reference the kubelet can use: no whitespace, not empty (the registry checks the rest). */
+function imageReference(name: string, value: string): string {
+  if (!/^[^\s]+$/.test(value))
+    throw new ConfigError(`--${name} must be an image reference, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 function webhookConfigurations(items: string[]): WebhookConfigurationRef[] {
@@ -361,5 +378,6 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     probePort,
     namespaces: namespaceList('namespaces', f.namespaces),
     excludedNamespaces: namespaceList('excluded-namespaces', f['excluded-namespaces']),
+    guestconfigImage: imageReference('guestconfig-image', f['guestconfig-image']),
   };
 }

@@ -127,6 +127,7 @@ export class AdmissionService implements CertificateSink {
           kubedirector: config.kubedirectorMode,
         },
         refusal: () => this.guard?.refusal,
+        delivery: { image: config.guestconfigImage },
       },
       namespaces: {
         only: config.namespaces,

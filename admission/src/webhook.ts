@@ -5,7 +5,7 @@
  * would turn a configuration slip into an outage.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { AppLookup, RuleOptions } from '@kd-connections/shared';
+import type { AppLookup, PodDeliveryOptions, RuleOptions } from '@kd-connections/shared';
 import {
   toResponse,
   type AdmissionRequest,
@@ -22,6 +22,8 @@ export interface WebhookDeps {
   rules: RuleOptions;
   /** Why this installation must not act now (the default mode's KubeDirector guard); undefined: act. */
   refusal?: () => string | undefined;
+  /** The pod webhook's delivery settings; absent: the default sidecar image. */
+  delivery?: PodDeliveryOptions;
 }
 
 export type Operation = 'CREATE' | 'UPDATE';

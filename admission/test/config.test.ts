@@ -33,7 +33,20 @@ describe('configuration', () => {
       probePort: undefined,
       namespaces: [],
       excludedNamespaces: ['kube-system'],
+      guestconfigImage: 'kd.invalid/kd-guestconfig:local',
     });
+  });
+
+  it('reads the sidecar image from the flag or its variable, and refuses one that is no reference', () => {
+    expect(parseConfig(['--guestconfig-image=ghcr.io/kd/guestconfig:1.2'], {}).valueOf()).toMatchObject({
+      guestconfigImage: 'ghcr.io/kd/guestconfig:1.2',
+    });
+    expect(parseConfig([], { KD_ADMISSION_GUESTCONFIG_IMAGE: 'r.invalid/g@sha256:ab' })).toMatchObject({
+      guestconfigImage: 'r.invalid/g@sha256:ab',
+    });
+    expect(() => parseConfig(['--guestconfig-image=bad image'], {})).toThrow(
+      '--guestconfig-image must be an image reference, got "bad image"',
+    );
   });
 
   it('reads the plain probe port and the namespaces the webhooks select', () => {

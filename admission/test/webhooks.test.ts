@@ -250,28 +250,39 @@ describe('validate-kdapp', () => {
 });
 
 describe('mutate-pod', () => {
-  it('adds the read-only configmeta volume and mounts it in every container of a member pod', async () => {
+  it('injects the guestconfig sidecar with the configured image and mounts the emptyDir in the app container', async () => {
     const review = fixture('mutate-pod-member');
-    const { response } = await run(mutatePod, review);
-    expect(response.patchType).toBe('JSONPatch');
-    const pod = applyPatch(review.request.object, response.patch) as {
-      spec: { volumes: { name: string }[]; containers: { volumeMounts: unknown[] }[] };
+    const world = exampleWorld();
+    const deps = { ...world.deps(), delivery: { image: 'registry.invalid/kd-guestconfig:7' } };
+    const { review: out, decision } = await runWebhook(mutatePod, review, deps);
+    expect(out.response.patchType).toBe('JSONPatch');
+    const pod = applyPatch(review.request.object, out.response.patch) as {
+      spec: {
+        volumes: { name: string }[];
+        initContainers: { name: string; image: string; restartPolicy?: string }[];
+        containers: { volumeMounts: unknown[] }[];
+      };
     };
-    expect(pod.spec.volumes).toContainEqual({
-      name: 'kd-configmeta',
-      downwardAPI: {
-        defaultMode: 0o444,
-        items: [
-          {
-            path: 'configmeta.json',
-            fieldRef: { fieldPath: "metadata.annotations['kubedirector.hpe.com/configmeta']" },
-          },
-        ],
-      },
-    });
-    const mount = { name: 'kd-configmeta', mountPath: '/etc/guestconfig', readOnly: true };
+    expect(pod.spec.volumes.map((v) => v.name)).toEqual([
+      'scratch',
+      'kd-configmeta',
+      'kd-configmeta-private',
+      'kd-guestconfig',
+      'kd-guestconfig-tools',
+    ]);
+    expect(pod.spec.initContainers.map((c) => [c.name, c.image, c.restartPolicy])).toEqual([
+      ['kd-guestconfig', 'registry.invalid/kd-guestconfig:7', 'Always'],
+      ['kd-guestconfig-seed-0', 'bluedata/kd-notebook:1.3', undefined],
+    ]);
+    const mount = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig' };
     expect(pod.spec.containers[0]!.volumeMounts).toEqual([mount]);
-    expect(pod.spec.containers[1]!.volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }, mount]);
+    // KubeDirector delivers to the container named app only; the pod's other container is unchanged.
+    expect(pod.spec.containers[1]!.volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }]);
+    expect(decision.note).toBe('sidecar kd-guestconfig delivers /etc/guestconfig to app (seeded from 1 image(s))');
+    // Without a configured image: the default one.
+    const { response } = await run(mutatePod, fixture('mutate-pod-member'));
+    const dflt = applyPatch(review.request.object, response.patch) as { spec: { initContainers: { image: string }[] } };
+    expect(dflt.spec.initContainers[0]!.image).toBe('kd.invalid/kd-guestconfig:local');
   });
 
   it('leaves an opted-out pod and a pod without the kdcluster label alone', async () => {

@@ -34,3 +34,28 @@ export const PRIVATE_SECRET_KEY_PLATFORM = 'platform.json';
 export function privateConfigMetaSecretName(cluster: string): string {
   return `kd-configmeta-private-${cluster}`;
 }
+
+// Additions for the pod webhook and the sidecar image (the names above are fixed; these only extend them).
+
+/** The public document's file name in GUESTCONFIG_DIR (and its item name in the `kd-configmeta` volume). */
+export const CONFIGMETA_FILE = 'configmeta.json';
+/** The downward-API volume projecting the configmeta and generator annotations; mounted only in the sidecar. */
+export const CONFIGMETA_VOLUME = 'kd-configmeta';
+/** Item of the `kd-configmeta` volume holding the generator annotation. */
+export const SOURCE_GENERATOR_ITEM = 'generator';
+/** emptyDir through which the sidecar hands its static busybox to the seed init container(s). */
+export const GUESTCONFIG_TOOLS_VOLUME = 'kd-guestconfig-tools';
+export const TOOLS_DIR = '/kd-tools';
+/** Where a seed init container mounts the `kd-guestconfig` emptyDir (its own /etc/guestconfig stays the image's). */
+export const SEED_DIR = '/kd-seed';
+/** Seed init containers are named `kd-guestconfig-seed-<n>`, one per distinct image of the receiving containers. */
+export const SEED_CONTAINER_PREFIX = 'kd-guestconfig-seed-';
+/** The sidecar's program inside its image. */
+export const SIDECAR_PROGRAM = '/kd/bin/guestconfig-sync';
+/**
+ * The sidecar image when none is configured: the one the test harness and `npm start` build from
+ * Debian's busybox-static and import into the node (test/images). A release sets --guestconfig-image.
+ */
+export const DEFAULT_GUESTCONFIG_IMAGE = 'kd.invalid/kd-guestconfig:local';
+/** Names the sidecar owns in GUESTCONFIG_DIR: seeding never copies the image's files of these names. */
+export const SIDECAR_OWNED_FILES = [CONFIGMETA_FILE, GENERATOR_FILE, PRIVATE_CONFIGMETA_FILE, PLATFORM_FILE] as const;

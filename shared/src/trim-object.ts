@@ -8,7 +8,7 @@
  */
 import { annotationsSize } from './annotation-size.js';
 import { secretDataMac } from './connections-hash.js';
-import { CONFIGMETA_VOLUME } from './pod-volume.js';
+import { hasConfigMetaDelivery } from './pod-delivery.js';
 import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_GENERATOR,
@@ -86,18 +86,17 @@ export interface CachedPod extends PodLike {
   };
   spec: NonNullable<PodLike['spec']> & {
     /**
-     * Set when the pod has no configmeta volume and did not opt out: pod volumes are immutable, so it
-     * never sees the file until it is recreated. One flag instead of the volumes keeps the cache small.
+     * Set when the pod has no configmeta delivery (the webhook's sidecar and volumes) and did not opt out:
+     * pod volumes and init containers are immutable, so it never sees the file until it is recreated. One flag instead of the volumes keeps the cache small.
      */
     missingConfigMetaVolume?: true;
   };
 }
 
-/** A member pod the webhook did not mutate (created while it was down, or labelled later), and not opted out. */
+/** A member pod the webhook did not give its delivery (created while it was down, labelled later, or nothing to deliver to), and not opted out. */
 export function lacksConfigMetaVolume(p: PodLike): boolean {
   if (p.metadata.annotations?.[ANNOTATION_CONFIGMETA_VOLUME] === 'false') return false;
-  const volumes = p.spec?.volumes;
-  return !(Array.isArray(volumes) && volumes.some((v: { name?: unknown }) => v?.name === CONFIGMETA_VOLUME));
+  return !hasConfigMetaDelivery(p.spec);
 }
 
 export function trimPod(o: { metadata: Record<string, unknown> }): CachedPod {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { AppLookup, World } from '../src/lookup.js';
 import { secretDataMac } from '../src/connections-hash.js';
-import { configMetaVolume } from '../src/pod-volume.js';
+import { configMetaVolume } from '../src/pod-delivery.js';
 import {
   API_VERSION,
   LABEL_CM_TYPE,

@@ -19,7 +19,7 @@ import {
   type PatchOp,
 } from '../src/json-patch.js';
 import { membersOf } from '../src/members.js';
-import { CONFIGMETA_DIR, CONFIGMETA_VOLUME, decidePodVolume, type PodForMutation } from '../src/pod-volume.js';
+import { CONFIGMETA_DIR, CONFIGMETA_VOLUME, decidePodDelivery, type PodForMutation } from '../src/pod-delivery.js';
 import { renderConfigMetaForMembers, renderConnections } from '../src/render-configmeta.js';
 import { resolveConnections } from '../src/resolve-connections.js';
 import {
@@ -435,13 +435,17 @@ describe('JSON Patch builders, applied with fast-json-patch', () => {
     );
   });
 
-  it('decidePodVolume patch mounts the configmeta volume once in every container, and is idempotent', () => {
+  it('decidePodDelivery mounts the guestconfig emptyDir once in each receiving container, and is idempotent', () => {
     const mount = fc.record({
       name: fc.constantFrom('data', 'logs'),
       mountPath: fc.constantFrom('/data', '/var/log', CONFIGMETA_DIR),
     });
     const container = fc.record(
-      { name: fc.constantFrom('app', 'sidecar', 'init'), volumeMounts: fc.array(mount, { maxLength: 2 }) },
+      {
+        name: fc.constantFrom('app', 'sidecar', 'init'),
+        image: fc.constantFrom('a:1', 'b:2'),
+        volumeMounts: fc.array(mount, { maxLength: 2 }),
+      },
       { requiredKeys: ['name'] },
     );
     const podArb = fc.record({
@@ -459,37 +463,52 @@ describe('JSON Patch builders, applied with fast-json-patch', () => {
         fc.array(fc.record({ name: fc.constantFrom('data', 'logs'), emptyDir: fc.constant({}) }), { maxLength: 2 }),
         { nil: undefined },
       ),
+      initContainers: fc.option(fc.array(fc.record({ name: fc.constantFrom('migrate', 'wait') }), { maxLength: 2 }), {
+        nil: undefined,
+      }),
       containers: fc.array(container, { minLength: 1, maxLength: 3 }),
     });
     fc.assert(
       fc.property(podArb, (p) => {
         const podObj: PodForMutation = {
           metadata: { name: 'p', labels: p.labels, ...(p.annotations ? { annotations: p.annotations } : {}) },
-          spec: { containers: p.containers, ...(p.volumes ? { volumes: p.volumes } : {}) },
+          spec: {
+            containers: p.containers,
+            ...(p.volumes ? { volumes: p.volumes } : {}),
+            ...(p.initContainers ? { initContainers: p.initContainers } : {}),
+          },
         };
-        const d = decidePodVolume(podObj);
+        const d = decidePodDelivery(podObj);
         const out = apply(podObj, d.patch);
         const member = LABEL_KDCLUSTER in p.labels;
         const optedOut = p.annotations?.[ANNOTATION_CONFIGMETA_VOLUME] === 'false';
         const hasDirMount = (c: { volumeMounts?: { mountPath?: string }[] }) =>
           (c.volumeMounts ?? []).some((m) => m.mountPath === CONFIGMETA_DIR);
-        const wants = member && !optedOut && p.containers.some((c) => !hasDirMount(c));
+        const targets = p.containers.some((c) => c.name === 'app')
+          ? p.containers.filter((c) => c.name === 'app')
+          : p.containers;
+        const wants = member && !optedOut && targets.some((c) => !hasDirMount(c));
         const ours = (out.spec!.volumes ?? []).filter((v) => v.name === CONFIGMETA_VOLUME);
         expect(ours).toHaveLength(wants ? 1 : 0);
         if (wants) {
           out.spec!.containers!.forEach((c, i) => {
             const before = p.containers[i]!;
-            const mine = (c.volumeMounts ?? []).filter((m) => m.name === CONFIGMETA_VOLUME);
-            expect(mine).toEqual(
-              hasDirMount(before) ? [] : [{ name: CONFIGMETA_VOLUME, mountPath: CONFIGMETA_DIR, readOnly: true }],
-            );
+            const mine = (c.volumeMounts ?? []).filter((m) => m.name === 'kd-guestconfig');
+            const receives = targets.includes(before) && !hasDirMount(before);
+            expect(mine).toEqual(receives ? [{ name: 'kd-guestconfig', mountPath: CONFIGMETA_DIR }] : []);
             // Existing mounts are kept, in order, in front.
             expect((c.volumeMounts ?? []).slice(0, before.volumeMounts?.length ?? 0)).toEqual(
               before.volumeMounts ?? [],
             );
           });
+          // The sidecar runs first; the pod's own init containers follow ours, in their order.
+          const inits = (out.spec!.initContainers ?? []).map((c) => c.name);
+          expect(inits[0]).toBe('kd-guestconfig');
+          expect(inits.slice(inits.length - (p.initContainers?.length ?? 0))).toEqual(
+            (p.initContainers ?? []).map((c) => c.name),
+          );
           // Mutating the result again changes nothing.
-          expect(decidePodVolume(out).patch).toEqual([]);
+          expect(decidePodDelivery(out).patch).toEqual([]);
         } else {
           expect(d.patch).toEqual([]);
         }

@@ -365,7 +365,7 @@ function auditProbe(): Promise<number> {
 }
 
 describe('member pods', () => {
-  it('get the configmeta volume and mount; other pods are never sent to the webhook', async () => {
+  it('get the guestconfig sidecar and the app container its mount; other pods are never sent to the webhook', async () => {
     const before = await svc.requests({ webhook: 'mutate-pod' });
     const logsBefore = svc.logs().length;
     const pods = `apiVersion: v1
@@ -406,12 +406,27 @@ spec:
             path: 'configmeta.json',
             fieldRef: { apiVersion: 'v1', fieldPath: "metadata.annotations['kubedirector.hpe.com/configmeta']" },
           },
+          {
+            path: 'generator',
+            fieldRef: {
+              apiVersion: 'v1',
+              fieldPath: "metadata.annotations['kubedirector.hpe.com/configmeta-generator']",
+            },
+          },
         ],
       },
     });
-    const mount = { name: 'kd-configmeta', mountPath: '/etc/guestconfig', readOnly: true };
+    // The API server accepted the native sidecar and the seed init container in front.
+    expect(
+      member.spec.initContainers.map((c: { name: string; restartPolicy?: string }) => [c.name, c.restartPolicy]),
+    ).toEqual([
+      ['kd-guestconfig', 'Always'],
+      ['kd-guestconfig-seed-0', undefined],
+    ]);
+    const mount = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig' };
     expect(member.spec.containers[0].volumeMounts).toContainEqual(mount);
-    expect(member.spec.containers[1].volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }, mount]);
+    // Only the container named app receives the file, as with KubeDirector.
+    expect(member.spec.containers[1].volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }]);
 
     const other = JSON.parse(ok(await env.kubectl(['get', 'pod', 'web-0', '-o', 'json']), 'get').stdout);
     expect((other.spec.volumes ?? []).map((v: { name: string }) => v.name)).not.toContain('kd-configmeta');

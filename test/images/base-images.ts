@@ -1,10 +1,13 @@
 /**
- * The two images the node needs, built from pinned inputs on this machine and cached as OCI archives:
+ * The images the node needs, built from pinned inputs on this machine and cached as OCI archives:
  * - the sandbox ("pause") image: kubernetes' own build/pause/linux/pause.c from the Go module cache
  *   (the module the kubelet is built from), compiled with gcc -static;
  * - a busybox image: Debian's busybox-static package (apt-get download + dpkg -x, nothing installed),
- *   with a symlink per applet, for member pods and tests.
- * An archive is rebuilt only when its recipe (this file's IMAGE_RECIPE) or its input changed.
+ *   with a symlink per applet, for member pods and tests;
+ * - the kd-guestconfig sidecar image: the same busybox plus the sidecar's program from shared/
+ *   (sidecarProgram()), which the pod webhook injects into member pods.
+ * An archive is rebuilt only when its recipe (this file's IMAGE_RECIPE) or its input changed: the
+ * busybox-static version apt offers (downloaded exactly) and, for the sidecar, the program's bytes.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -21,10 +24,21 @@ import {
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  DEFAULT_GUESTCONFIG_IMAGE,
+  GUESTCONFIG_DIR,
+  SIDECAR_PRIVATE_DIR,
+  SIDECAR_PROGRAM,
+  SIDECAR_SOURCE_DIR,
+  TOOLS_DIR,
+  sidecarProgram,
+} from '@kd-connections/shared';
 import { goArch, writeOciArchive } from './oci-image.js';
 
 export const PAUSE_IMAGE = 'kd.invalid/pause:local';
 export const BUSYBOX_IMAGE = 'kd.invalid/busybox:local';
+/** The admission service's default --guestconfig-image: the harness and `npm start` use this build. */
+export const GUESTCONFIG_IMAGE = DEFAULT_GUESTCONFIG_IMAGE;
 /** Bump when what goes into an image changes without its inputs changing. */
 const IMAGE_RECIPE = '1';
 
@@ -71,7 +85,15 @@ function pauseSource(): string {
   return file;
 }
 
-function cached(name: string, inputKey: string, build: (rootfs: string) => { entrypoint?: string[]; cmd?: string[] }) {
+/**
+ * The archive of image `name`, built by `build` into an empty root file system unless the cached one was
+ * built from the same `inputKey` (and recipe). Tests build their own images with it.
+ */
+export function cachedImage(
+  name: string,
+  inputKey: string,
+  build: (rootfs: string) => { entrypoint?: string[]; cmd?: string[] },
+): string {
   const cache = imageCacheDir();
   const file = name.replace(/[^a-z0-9]+/g, '-');
   const archive = join(cache, `${file}.tar`);
@@ -92,7 +114,7 @@ function cached(name: string, inputKey: string, build: (rootfs: string) => { ent
 
 function pauseImage(): BuiltImage {
   const src = pauseSource();
-  const archive = cached(PAUSE_IMAGE, readFileSync(src, 'utf8'), (rootfs) => {
+  const archive = cachedImage(PAUSE_IMAGE, readFileSync(src, 'utf8'), (rootfs) => {
     execFileSync('gcc', ['-Os', '-Wall', '-static', '-DVERSION=kd-local', '-o', join(rootfs, 'pause'), src]);
     execFileSync('strip', [join(rootfs, 'pause')]);
     return { entrypoint: ['/pause'] };
@@ -100,36 +122,69 @@ function pauseImage(): BuiltImage {
   return { name: PAUSE_IMAGE, archive };
 }
 
-function busyboxImage(): BuiltImage {
-  // The candidate version pins the input; apt-get download fetches exactly that .deb.
+/** The busybox-static version apt offers here; apt-get download fetches exactly that .deb. */
+export function busyboxVersion(): string {
   const policy = execFileSync('apt-cache', ['policy', 'busybox-static'], { encoding: 'utf8' });
   const version = /Candidate:\s*(\S+)/.exec(policy)?.[1];
   if (!version || version === '(none)') throw new Error('apt has no busybox-static package (run apt-get update)');
-  const archive = cached(BUSYBOX_IMAGE, `busybox-static=${version}`, (rootfs) => {
-    const dl = mkdtempSync(join(tmpdir(), 'kd-deb-'));
-    try {
-      execFileSync('apt-get', ['download', '-q', `busybox-static=${version}`], { cwd: dl, stdio: 'ignore' });
-      const deb = readdirSync(dl).find((f) => f.endsWith('.deb'));
-      if (!deb) throw new Error(`apt-get download busybox-static=${version} wrote no .deb`);
-      execFileSync('dpkg', ['-x', join(dl, deb), join(dl, 'x')]);
-      for (const d of ['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'root', 'var']) mkdirSync(join(rootfs, d));
-      execFileSync('cp', [join(dl, 'x/bin/busybox'), join(rootfs, 'bin/busybox')]);
-      const applets = execFileSync(join(rootfs, 'bin/busybox'), ['--list'], { encoding: 'utf8' }).split('\n');
-      for (const a of applets) if (a && a !== 'busybox') symlinkSync('busybox', join(rootfs, 'bin', a));
-      writeFileSync(
-        join(rootfs, 'etc/passwd'),
-        'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
-      );
-      writeFileSync(join(rootfs, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
-    } finally {
-      rmSync(dl, { recursive: true, force: true });
-    }
+  return version;
+}
+
+/**
+ * A busybox root file system in `rootfs`: /bin/busybox with a symlink per applet, the usual top-level
+ * directories, and passwd/group with root and nobody.
+ */
+export function writeBusyboxRootfs(rootfs: string, version: string): void {
+  const dl = mkdtempSync(join(tmpdir(), 'kd-deb-'));
+  try {
+    execFileSync('apt-get', ['download', '-q', `busybox-static=${version}`], { cwd: dl, stdio: 'ignore' });
+    const deb = readdirSync(dl).find((f) => f.endsWith('.deb'));
+    if (!deb) throw new Error(`apt-get download busybox-static=${version} wrote no .deb`);
+    execFileSync('dpkg', ['-x', join(dl, deb), join(dl, 'x')]);
+    for (const d of ['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'root', 'var']) mkdirSync(join(rootfs, d));
+    execFileSync('cp', [join(dl, 'x/bin/busybox'), join(rootfs, 'bin/busybox')]);
+    const applets = execFileSync(join(rootfs, 'bin/busybox'), ['--list'], { encoding: 'utf8' }).split('\n');
+    for (const a of applets) if (a && a !== 'busybox') symlinkSync('busybox', join(rootfs, 'bin', a));
+    writeFileSync(
+      join(rootfs, 'etc/passwd'),
+      'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
+    );
+    writeFileSync(join(rootfs, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
+  } finally {
+    rmSync(dl, { recursive: true, force: true });
+  }
+}
+
+function busyboxImage(): BuiltImage {
+  const version = busyboxVersion();
+  const archive = cachedImage(BUSYBOX_IMAGE, `busybox-static=${version}`, (rootfs) => {
+    writeBusyboxRootfs(rootfs, version);
     return { cmd: ['/bin/sh'] };
   });
   return { name: BUSYBOX_IMAGE, archive };
 }
 
-/** Builds (or finds cached) the pause and busybox archives. */
+/**
+ * The sidecar: busybox (its `cp`, `mv`, `readlink`, `cmp`, `sleep`, `test` and the `cat` the reconnect
+ * hook runs through kubectl exec) and the program. The mount points exist in the image, so the
+ * read-only root file system needs nothing created at start.
+ */
+function guestconfigImage(): BuiltImage {
+  const version = busyboxVersion();
+  const program = sidecarProgram();
+  const archive = cachedImage(GUESTCONFIG_IMAGE, `busybox-static=${version}\n${program}`, (rootfs) => {
+    writeBusyboxRootfs(rootfs, version);
+    const file = join(rootfs, SIDECAR_PROGRAM.slice(1));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, program, { mode: 0o755 });
+    for (const d of [SIDECAR_SOURCE_DIR, SIDECAR_PRIVATE_DIR, TOOLS_DIR, GUESTCONFIG_DIR])
+      mkdirSync(join(rootfs, d.slice(1)), { recursive: true });
+    return { entrypoint: [SIDECAR_PROGRAM] };
+  });
+  return { name: GUESTCONFIG_IMAGE, archive };
+}
+
+/** Builds (or finds cached) the pause, busybox and kd-guestconfig archives. */
 export function ensureBaseImages(): BuiltImage[] {
-  return [pauseImage(), busyboxImage()];
+  return [pauseImage(), busyboxImage(), guestconfigImage()];
 }

@@ -245,7 +245,8 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
         500,
       );
       if (withNode) {
-        // The kubelet writes the file within about a second of the annotation.
+        // The pods are Ready, so their kd-guestconfig sidecar has delivered the file already (the app
+        // starts only after it); this also waits out kubectl exec's first connection.
         await waitFor(
           'configmeta file inside a member pod',
           60_000,

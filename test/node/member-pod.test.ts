@@ -1,37 +1,18 @@
 /**
- * Member pods of a kdcluster as real containers: the pod webhook's volume delivers the configmeta
+ * Member pods of a kdcluster as real containers: the pod webhook's kd-guestconfig sidecar delivers the configmeta
  * document into the container, a ConfigMap edit reaches the file, and "ready members" (the status READY
  * column, the webhook's "no ready members yet" warning) follow real pod readiness.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
-import { installCrds } from '../support/crds.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, podConfigMeta } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
-import { registerWebhooks, waitUntilLive, type Registration } from '../support/webhook-configurations.js';
-import { runningPod, waitForNode, waitPodReady } from './node-support.js';
+import { runningPod, useDeliveryServices, waitPodReady } from './node-support.js';
 
 const env = useTestEnv();
 const FILE = `${CONFIGMETA_DIR}/${CONFIGMETA_FILE}`;
-let admission: RunningAdmission | undefined;
-let webhooks: Registration | undefined;
-let rec: ReconcilerProcess | undefined;
-
-beforeAll(async () => {
-  await installCrds(env);
-  admission = await startAdmission(env);
-  webhooks = await registerWebhooks(env, admission);
-  await waitUntilLive(env);
-  rec = await startReconciler(env);
-  await waitForNode();
-}, 300_000);
-afterAll(async () => {
-  await webhooks?.remove();
-  await rec?.stop();
-  await admission?.stop();
-});
+useDeliveryServices(env);
 
 const member = (name: string, cluster: string, ready = 'true') =>
   runningPod(name, 'exec sleep 3600', {

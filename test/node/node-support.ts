@@ -4,7 +4,11 @@
  * never pulled, host network (all traffic stays on 127.0.0.1), and the toleration for the test node's
  * taint (other tests' pods stay Pending as before).
  */
+import { afterAll, beforeAll } from '@jest/globals';
 import { controlPlaneInfo, type TestEnv } from '../support/cluster.js';
+import { installCrds } from '../support/crds.js';
+import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
+import { registerWebhooks, waitUntilLive, type Registration } from '../support/webhook-configurations.js';
 import { readNodeStatus } from '../controlplane/node-status.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { TEST_NODE_TOLERATION, type NodeInfo } from '../controlplane/node.js';
@@ -60,4 +64,28 @@ export async function waitPodReady(env: TestEnv, name: string, timeout = '120s')
     const d = await env.kubectl(['describe', 'pod', name]);
     throw new Error(`pod ${name} not Ready: ${r.stderr}\n${d.stdout}`);
   }
+}
+
+/**
+ * For a test file about delivery into running pods: CRDs, the admission service with its webhooks
+ * registered (the pod webhook injects the sidecar), the reconciler, and the node, for the whole file.
+ * `ready` runs last in beforeAll, with the node.
+ */
+export function useDeliveryServices(env: TestEnv, ready: (node: NodeInfo) => Promise<void> = async () => {}): void {
+  let admission: RunningAdmission | undefined;
+  let webhooks: Registration | undefined;
+  let rec: ReconcilerProcess | undefined;
+  beforeAll(async () => {
+    await installCrds(env);
+    admission = await startAdmission(env);
+    webhooks = await registerWebhooks(env, admission);
+    await waitUntilLive(env);
+    rec = await startReconciler(env);
+    await ready(await waitForNode());
+  }, 300_000);
+  afterAll(async () => {
+    await webhooks?.remove();
+    await rec?.stop();
+    await admission?.stop();
+  });
 }

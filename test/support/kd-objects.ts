@@ -1,6 +1,7 @@
 /** Builders for the objects cluster tests create: apps, clusters, labelled ConfigMaps/Secrets, member pods. */
 import type { TestEnv } from './cluster.js';
-import { CONFIGMETA_DIR, CONFIGMETA_VOLUME, configMetaVolume } from '@kd-connections/shared';
+import { decidePodDelivery } from '@kd-connections/shared';
+import jsonpatch from 'fast-json-patch';
 
 type Obj = Record<string, unknown>;
 
@@ -68,22 +69,25 @@ export function secret(
 }
 
 /**
- * A member pod. By default it carries the configmeta volume and mount the pod webhook adds, so tests
- * that run without the webhook see a pod as it would be; `mutated: false` gives the pod as submitted
- * (for tests of the webhook itself, or of a pod it missed).
+ * A member pod. By default it carries what the pod webhook adds (decidePodDelivery's patch applied: the
+ * kd-guestconfig sidecar, the seed init container, the volumes and the app's mount), so tests that run
+ * without the webhook see a pod as it would be; `mutated: false` gives the pod as submitted (for tests of
+ * the webhook itself, or of a pod it missed).
  */
 export function memberPod(name: string, cluster: string, role = 'controller', opts: { mutated?: boolean } = {}): Obj {
-  const container = { name: 'app', image: 'registry.invalid/app:1' };
-  const mount = { name: CONFIGMETA_VOLUME, mountPath: CONFIGMETA_DIR, readOnly: true };
-  return {
+  const pod = {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': role } },
-    spec:
-      opts.mutated === false
-        ? { containers: [container] }
-        : { containers: [{ ...container, volumeMounts: [mount] }], volumes: [configMetaVolume()] },
+    spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] },
   };
+  return opts.mutated === false ? pod : withDelivery(pod);
+}
+
+/** The pod as the pod webhook would mutate it (the same pure decision). */
+export function withDelivery<T extends Obj>(pod: T): T {
+  const d = decidePodDelivery(pod);
+  return jsonpatch.applyPatch(structuredClone(pod), d.patch as jsonpatch.Operation[], true, false).newDocument;
 }
 
 /** kubectl apply of a list of objects into the test namespace (or `namespace`). */

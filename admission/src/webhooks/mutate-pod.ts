@@ -1,9 +1,10 @@
 /**
- * Mutating webhook for member pods: the configmeta downward-API volume and its mount (shared/'s
- * decidePodVolume). Registered with an objectSelector on the kdcluster label, so other pods never
- * reach it; a pod without the label that arrives anyway is left alone.
+ * Mutating webhook for member pods: the kd-guestconfig sidecar, the seed init containers and the volumes
+ * that deliver /etc/guestconfig/configmeta.json (shared/'s decidePodDelivery). Registered with an
+ * objectSelector on the kdcluster label, so other pods never reach it; a pod without the label that
+ * arrives anyway is left alone.
  */
-import { decidePodVolume, type PodForMutation } from '@kd-connections/shared';
+import { decidePodDelivery, type PodForMutation } from '@kd-connections/shared';
 import type { Decision } from '../admission-review.js';
 import { assertPatchApplies } from '../patch-check.js';
 import type { Webhook } from '../webhook.js';
@@ -14,10 +15,10 @@ export const mutatePod: Webhook = {
   group: '',
   kind: 'Pod',
   operations: ['CREATE'],
-  decide(request): Decision {
+  decide(request, deps): Decision {
     const pod = request.object as PodForMutation;
-    const d = decidePodVolume(pod);
-    assertPatchApplies(d.patch, pod, 'configmeta volume');
+    const d = decidePodDelivery(pod, deps.delivery);
+    assertPatchApplies(d.patch, pod, 'configmeta delivery');
     return { allowed: true, patch: d.patch, note: d.reason };
   },
 };
