@@ -71,7 +71,28 @@ func jsString(v any) string {
 	}
 }
 
-func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
+// jsonString is JSON.stringify: no HTML escaping of <, > and & (json.Marshal escapes them).
+func jsonString(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// number reads a JSON number whichever way it was decoded: encoding/json gives float64, the
+// informer cache's unstructured objects int64.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}
 
 // ---- names
 
@@ -347,7 +368,7 @@ func classifyCluster(ctx context.Context, l Lookup, ns, self, name string, own *
 			return verdict{state: "NotConnectable", message: fmt.Sprintf(`cluster "%s" uses %s: %s`, name, describeApp(targetApp.app), why)}
 		}
 	}
-	if ready, _ := get(target, "status", "members", "ready").(float64); ready > 0 {
+	if ready, _ := number(get(target, "status", "members", "ready")); ready > 0 {
 		return verdict{state: "Connected"}
 	}
 	return verdict{state: "Connected", note: fmt.Sprintf(`cluster "%s" has no ready members yet; its section of configmeta fills in as they come up`, name)}
