@@ -15,12 +15,14 @@ import { say } from './env.js';
 import type { LoadResult, LoadSpec } from './load-worker.js';
 import { ask, forkHelper, httpsPost, negotiatedTls, pin, stopHelper } from './probes.js';
 import { metricSum } from '../support/prometheus-text.js';
-import { benchReviews, expectedAnswer, seedObjects, SEED, type BenchReview } from './reviews.js';
+import type { GoPeer } from './go-peer.js';
+import { benchReviews, deniedReviews, expectedAnswer, seedObjects, SEED, type BenchReview } from './reviews.js';
 import type { Scale } from './scale.js';
 import { median, round } from './stats.js';
 import { type RunningAdmission } from '../support/services.js';
 
-export type Target = 'service' | BaselineKind;
+/** `go`: the controller-runtime peer (go-peer.ts), when it could be built and started. */
+export type Target = 'service' | BaselineKind | 'go';
 
 export interface ServerRun {
   target: Target;
@@ -53,6 +55,10 @@ export interface DirectResult {
     service: FullLoad;
     baseline: FullLoad;
     minimal: FullLoad;
+    go?: FullLoad;
+    /** service ÷ go reviews per second, and go ÷ service CPU per review (≥ 1 means the service is ahead). */
+    ratioToGo?: number;
+    cpuRatioToGo?: number;
     /** service ÷ baseline reviews per second: the figure the throughput target is stated in. */
     ratio: number;
     /** baseline ÷ service CPU per review. */
@@ -61,12 +67,54 @@ export interface DirectResult {
     ratioToMinimal: number;
     cpuRatioToMinimal: number;
   };
-  rates: { rate: number; service: ServerRun; baseline: ServerRun }[];
-  rss: { serviceMiB: number; baselineMiB: number };
+  rates: { rate: number; service: ServerRun; baseline: ServerRun; go?: ServerRun }[];
+  rss: { serviceMiB: number; baselineMiB: number; goMiB?: number };
+  /** The Go peer's answers compared with the service's, field by field, on the load and the denied reviews. */
+  peerCheck?: PeerCheck;
+  /** Why the Go peer is missing from the run, when it is. */
+  goError?: string;
   failures: number;
 }
 
 /** Seeds the namespace with what the reviews look up and marks the connected clusters ready. */
+export interface PeerCheck {
+  reviews: number;
+  equal: number;
+  denied: number;
+  differences: { review: string; service: unknown; go: unknown }[];
+}
+
+/** What a webhook answer says, without what may differ in form (uid, a 200 status on an allowed answer). */
+function answerOf(body: string): Record<string, unknown> {
+  const r = (JSON.parse(body) as { response?: Record<string, any> }).response ?? {};
+  const status = r.status as { code?: number; reason?: string; message?: string } | undefined;
+  return {
+    allowed: r.allowed,
+    ...(r.allowed ? {} : { code: status?.code, reason: status?.reason, message: status?.message }),
+    patchType: r.patchType,
+    patch: r.patch ? JSON.parse(Buffer.from(r.patch as string, 'base64').toString('utf8')) : undefined,
+    warnings: [...((r.warnings as string[] | undefined) ?? [])].sort(),
+  };
+}
+
+/** Sends every review to both and compares the answers (the peer must do the same work to be a fair peer). */
+export async function comparePeerAnswers(
+  reviews: BenchReview[],
+  service: (path: string) => string,
+  peer: (path: string) => string,
+  ca: string,
+): Promise<PeerCheck> {
+  const check: PeerCheck = { reviews: reviews.length, equal: 0, denied: 0, differences: [] };
+  for (const r of reviews) {
+    const a = answerOf((await httpsPost(service(r.path), r.body, ca)).body);
+    const b = answerOf((await httpsPost(peer(r.path), r.body, ca)).body);
+    if (a.allowed === false) check.denied++;
+    if (JSON.stringify(a) === JSON.stringify(b)) check.equal++;
+    else check.differences.push({ review: r.name, service: a, go: b });
+  }
+  return check;
+}
+
 export async function seedAdmissionNamespace(env: TestEnv): Promise<void> {
   await apply(env, seedObjects());
   for (const c of SEED.clusters) {
@@ -109,7 +157,7 @@ export async function admissionDirect(
   env: TestEnv,
   svc: RunningAdmission,
   scale: Scale['direct'],
-  opts: { pin: boolean; profile?: boolean },
+  opts: { pin: boolean; profile?: boolean; peer?: GoPeer; goError?: string },
 ): Promise<DirectResult> {
   const ca = env.info.webhookCaPem;
   const reviews = benchReviews(env.namespace);
@@ -149,18 +197,29 @@ export async function admissionDirect(
       port: ports[kind],
       stats: () => ask<ServerStats>(baselineProc, { cmd: 'stats', kind }, 'stats'),
     });
-    const servers: Record<Target, Server> = {
+    const peer = opts.peer;
+    const servers: Partial<Record<Target, Server>> & Record<'service' | BaselineKind, Server> = {
       service: serviceServer(svc),
       baseline: bare('baseline'),
       minimal: bare('minimal'),
+      ...(peer ? { go: { target: 'go' as const, port: peer.port, stats: () => peer.stats() } } : {}),
     };
+    const peerCheck = peer
+      ? await comparePeerAnswers([...reviews, ...deniedReviews(env.namespace)], svc.url, peer.url, ca)
+      : undefined;
+    if (peerCheck)
+      say(`admission direct: go peer answers equal to the service's: ${peerCheck.equal}/${peerCheck.reviews}`);
     const tlsInfo = {
       service: await negotiatedTls(svc.port, ca),
       baseline: await negotiatedTls(ports.baseline, ca),
     };
     let pinned: DirectResult['pinned'] = false;
     if (opts.pin) {
-      const ok = (await pin(svc.pid, 0)) && (await pin(baselineProc.pid!, 0)) && (await pin(worker.pid!, 1));
+      const ok =
+        (await pin(svc.pid, 0)) &&
+        (await pin(baselineProc.pid!, 0)) &&
+        (!peer || (await pin(peer.pid, 0))) &&
+        (await pin(worker.pid!, 1));
       pinned = ok ? { server: 0, loadGenerator: 1 } : false;
     }
 
@@ -185,14 +244,14 @@ export async function admissionDirect(
     // 3. Throughput: alternating rounds, each with a warm-up; the median round counts.
     const runs: ServerRun[] = [];
     for (let round = 1; round <= scale.rounds; round++) {
-      const targets: Target[] = ['service', 'baseline', 'minimal'];
+      const targets: Target[] = ['service', 'baseline', 'minimal', ...(peer ? ['go' as const] : [])];
       const order = round % 2 === 1 ? targets : [...targets].reverse();
       for (const t of order) {
         say(
           `admission direct: ${t}, round ${round}/${scale.rounds}: warm-up ${scale.warmupSec} s, run ${scale.measureSec} s`,
         );
-        await load(servers[t], scale.warmupSec);
-        runs.push({ ...(await load(servers[t], scale.measureSec)), round });
+        await load(servers[t]!, scale.warmupSec);
+        runs.push({ ...(await load(servers[t]!, scale.measureSec)), round });
       }
     }
     const agg = (t: Target) => {
@@ -207,17 +266,19 @@ export async function admissionDirect(
     const service = agg('service');
     const baseline = agg('baseline');
     const minimal = agg('minimal');
+    const go = peer ? agg('go') : undefined;
 
     // 4. Latency at fixed rates.
     const rates: DirectResult['rates'] = [];
     for (const rate of scale.rates) {
-      say(`admission direct: ${rate} reviews/s for ${scale.rateSec} s, service then baseline`);
+      say(`admission direct: ${rate} reviews/s for ${scale.rateSec} s, service, go peer, then baseline`);
       const s = { ...(await load(servers.service, scale.rateSec, rate)), rate };
+      const g = servers.go ? { ...(await load(servers.go, scale.rateSec, rate)), rate } : undefined;
       const b = { ...(await load(servers.baseline, scale.rateSec, rate)), rate };
-      rates.push({ rate, service: s, baseline: b });
+      rates.push({ rate, service: s, baseline: b, ...(g ? { go: g } : {}) });
     }
 
-    const all = [...runs, ...rates.flatMap((r) => [r.service, r.baseline])];
+    const all = [...runs, ...rates.flatMap((r) => [r.service, r.baseline, ...(r.go ? [r.go] : [])])];
     return {
       reviews: reviews.map((r) => ({ name: r.name, path: r.path.split('?')[0]!, bytes: Buffer.byteLength(r.body) })),
       meanReviewBytes: Math.round(reviews.reduce((n, r) => n + Buffer.byteLength(r.body), 0) / reviews.length),
@@ -234,12 +295,22 @@ export async function admissionDirect(
         cpuRatio: round(baseline.cpuPerReviewUs / service.cpuPerReviewUs),
         ratioToMinimal: round(service.rps / minimal.rps),
         cpuRatioToMinimal: round(minimal.cpuPerReviewUs / service.cpuPerReviewUs),
+        ...(go
+          ? {
+              go,
+              ratioToGo: round(service.rps / go.rps),
+              cpuRatioToGo: round(go.cpuPerReviewUs / service.cpuPerReviewUs),
+            }
+          : {}),
       },
       rates,
       rss: {
         serviceMiB: round((await servers.service.stats()).rssBytes / 2 ** 20),
         baselineMiB: round((await servers.baseline.stats()).rssBytes / 2 ** 20),
+        ...(servers.go ? { goMiB: round((await servers.go.stats()).rssBytes / 2 ** 20) } : {}),
       },
+      ...(peerCheck ? { peerCheck } : {}),
+      ...(opts.goError ? { goError: opts.goError } : {}),
       failures: all.reduce((n, r) => n + r.load.non2xx + r.load.errors + r.load.timeouts, 0),
     };
   } finally {

@@ -21,6 +21,7 @@ import {
   waitQuiet,
   type WriteCounts,
 } from './reconciler-probes.js';
+import { rawPatchRate, type RawPatchResult } from './raw-patch.js';
 import type { Scale } from './scale.js';
 import { percentile, round } from './stats.js';
 import { type ReconcilerProcess, startReconciler } from '../support/services.js';
@@ -52,6 +53,13 @@ export interface FanoutResult {
   idle: { seconds: number; writes: WriteCounts; objectWrites: number };
   restart: { secondsToQuiet: number; reconciles: number; writes: WriteCounts; objectWrites: number };
   reconcilerRssMiB: number;
+  /** The same pod patches by a bare client, the reconciler stopped: what the API server takes. */
+  raw?: RawPatchResult;
+  /** Pods ÷ seconds from the edit until the last pod held the new configmeta. */
+  deliveryPerSecond: number;
+  /** deliveryPerSecond ÷ raw.patchesPerSecond. */
+  deliveryRatioToRaw?: number;
+  rawError?: string;
 }
 
 export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): Promise<FanoutResult> {
@@ -194,6 +202,20 @@ export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): P
     await sleep(1500);
     const restartWrites = reconcilerWrites(env.info.auditLogPath, restartSince);
     const rss = (await counters(rec)).rssBytes;
+
+    // The API server's limit: the same pod patches from a bare client, nobody else writing.
+    await rec.stop();
+    if (logDir) writeFileSync(join(logDir, `fanout-${rec.identity}.log`), rec.output());
+    rec = undefined;
+    say(`fan-out: ${pods} pod patches from a bare client (the reconciler stopped)`);
+    let raw: RawPatchResult | undefined;
+    let rawError: string | undefined;
+    try {
+      raw = await rawPatchRate(env.kc, ns, { clusters: 4, podsPerCluster: 8 });
+    } catch (e) {
+      rawError = e instanceof Error ? e.message : String(e);
+    }
+    const deliveryPerSecond = round(edit.podsUpdated / (edit.allPodsMs / 1000));
     return {
       clusters: made.clusters,
       pods,
@@ -208,6 +230,9 @@ export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): P
         objectWrites: objectWrites(restartWrites),
       },
       reconcilerRssMiB: round(rss / 2 ** 20),
+      deliveryPerSecond,
+      ...(raw ? { raw, deliveryRatioToRaw: round(deliveryPerSecond / raw.patchesPerSecond) } : {}),
+      ...(rawError ? { rawError } : {}),
     };
   } finally {
     await rec?.stop();

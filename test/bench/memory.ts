@@ -41,6 +41,32 @@ export interface MemoryResult {
     settleSeconds: number;
     completed: boolean;
   };
+  /**
+   * A second reconciler started as a standby once every pod carries configmeta (the first one leads):
+   * the cost of the caches in the state a cluster is in most of the time.
+   */
+  standbyAfterDelivery?: { syncSeconds: number; rssMiB: number; heapUsedMiB: number };
+  standbyAfterDeliveryError?: string;
+}
+
+/** Waits for /readyz, lets the initial lists settle, and samples RSS (the last of five samples, 1 s apart). */
+async function standbyFigures(rec: ReconcilerProcess): Promise<MemoryResult['standby']> {
+  const ts = timer();
+  for (;;) {
+    const r = await fetch(`http://127.0.0.1:${rec.port}/readyz`).catch(() => undefined);
+    if (r?.status === 200) break;
+    if (ts() > 300_000) throw new Error('reconciler caches not synced within 300 s');
+    if (rec.exited) throw new Error(`reconciler exited:\n${rec.output().slice(-2000)}`);
+    await sleep(200);
+  }
+  const syncSeconds = round(ts() / 1000);
+  let c: ReconcilerCounters = await counters(rec);
+  for (let i = 0; i < 5; i++) {
+    await sleep(1000);
+    c = await counters(rec);
+  }
+  if (c.podWrites + c.statusWrites > 0) throw new Error('the standby reconciler wrote; the Lease did not hold it');
+  return { syncSeconds, rssMiB: mib(c.rssBytes), heapUsedMiB: mib(c.heapUsedBytes) };
 }
 
 const mib = (b: number) => round(b / 2 ** 20);
@@ -79,23 +105,8 @@ export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: 
 
   const rec: ReconcilerProcess = await startReconciler(env, { identity: 'bench-memory' });
   try {
-    const ts = timer();
-    for (;;) {
-      const r = await fetch(`http://127.0.0.1:${rec.port}/readyz`).catch(() => undefined);
-      if (r?.status === 200) break;
-      if (ts() > 300_000) throw new Error('reconciler caches not synced within 300 s');
-      if (rec.exited) throw new Error(`reconciler exited:\n${rec.output().slice(-2000)}`);
-      await sleep(200);
-    }
-    const syncSeconds = round(ts() / 1000);
-    // Settle after the initial lists; sample a few times and keep the last (RSS after the list buffers are gone).
-    let c: ReconcilerCounters = await counters(rec);
-    for (let i = 0; i < 5; i++) {
-      await sleep(1000);
-      c = await counters(rec);
-    }
-    if (c.podWrites + c.statusWrites > 0) throw new Error('the standby reconciler wrote; the Lease did not hold it');
-    const standby = { syncSeconds, rssMiB: mib(c.rssBytes), heapUsedMiB: mib(c.heapUsedBytes) };
+    // Settle after the initial lists; the last sample counts (RSS after the list buffers are gone).
+    const standby = await standbyFigures(rec);
     say(`memory: standby with ${made.clusters} clusters / ${made.pods} pods cached: RSS ${standby.rssMiB} MiB`);
 
     // Release the Lease: the reconciler leads and delivers to every pod.
@@ -142,7 +153,24 @@ export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: 
         completed: false,
       };
     }
+    // Standby again, now that every pod carries configmeta: a second process while the first leads.
+    let standbyAfterDelivery: MemoryResult['standbyAfterDelivery'];
+    let standbyAfterDeliveryError: string | undefined;
+    if (leading.completed) {
+      const second = await startReconciler(env, { identity: 'bench-memory-standby' });
+      try {
+        standbyAfterDelivery = await standbyFigures(second);
+        say(`memory: standby after delivery: RSS ${standbyAfterDelivery.rssMiB} MiB`);
+      } catch (e) {
+        standbyAfterDeliveryError = (e as Error).message;
+      } finally {
+        await second.stop();
+        if (logDir) writeFileSync(join(logDir, 'memory-standby-after-delivery.log'), second.output());
+      }
+    }
     return {
+      ...(standbyAfterDelivery ? { standbyAfterDelivery } : {}),
+      ...(standbyAfterDeliveryError ? { standbyAfterDeliveryError } : {}),
       clusters: made.clusters,
       pods: made.pods,
       create: { seconds: round(createSec), objectsPerSecond: round((made.clusters + made.pods) / createSec) },

@@ -12,6 +12,8 @@ type Obj = Record<string, any>;
 export const SEED = {
   apps: ['notebook', 'trainer'],
   clusters: ['train-0', 'train-1', 'train-2', 'train-3'],
+  /** A cluster of the notebook app: connecting a notebook cluster to it breaks connectable_to. */
+  notebookClusters: ['lab-0'],
   configmaps: ['model-0', 'model-1', 'model-2'],
   secrets: ['creds'],
 };
@@ -27,6 +29,7 @@ export function seedObjects(): Obj[] {
     }),
     kdApp('trainer', { category: 'training', version: '2.4.5', distroID: 'bluedata/spark245', roles: ['worker'] }),
     ...SEED.clusters.map((c) => kdCluster(c, 'trainer', {}, ['worker'])),
+    ...SEED.notebookClusters.map((c) => kdCluster(c, 'notebook', {}, ['controller'])),
     ...SEED.configmaps.map((c) => configMap(c, { path: `/models/${c}`, framework: 'tensorflow', replicas: '3' })),
     secret('creds', { token: 'bench-token', user: 'bench' }),
   ];
@@ -157,6 +160,45 @@ function stored(
   return o;
 }
 
+/** An AdmissionReview as kube-apiserver sends it for a kdcluster write. */
+function admissionReview(
+  operation: 'CREATE' | 'UPDATE',
+  obj: Obj,
+  old: Obj | null,
+  namespace: string,
+  name: string,
+): Obj {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: randomUUID(),
+      kind: { group: 'kubedirector.hpe.com', version: 'v1beta1', kind: 'KubeDirectorCluster' },
+      resource: { group: 'kubedirector.hpe.com', version: 'v1beta1', resource: 'kubedirectorclusters' },
+      requestKind: { group: 'kubedirector.hpe.com', version: 'v1beta1', kind: 'KubeDirectorCluster' },
+      requestResource: { group: 'kubedirector.hpe.com', version: 'v1beta1', resource: 'kubedirectorclusters' },
+      name,
+      namespace,
+      operation,
+      userInfo: {
+        username: 'jane@example.com',
+        uid: 'a1b2c3d4-0000-4000-8000-000000000001',
+        groups: ['data-science', 'system:authenticated'],
+        extra: { 'authentication.kubernetes.io/credential-id': ['X509SHA256=0f1e2d3c4b5a69788796a5b4c3d2e1f0'] },
+      },
+      object: obj,
+      oldObject: old,
+      dryRun: false,
+      options: {
+        apiVersion: 'meta.k8s.io/v1',
+        kind: operation === 'CREATE' ? 'CreateOptions' : 'UpdateOptions',
+        fieldManager: operation === 'CREATE' ? 'kubectl-client-side-apply' : 'kubectl',
+        fieldValidation: 'Strict',
+      },
+    },
+  };
+}
+
 export type ReviewKind = 'validate-create' | 'validate-update' | 'mutate-create' | 'mutate-update';
 
 export interface BenchReview {
@@ -187,35 +229,8 @@ export function benchReviews(namespace: string): BenchReview[] {
   const updated = { rv: 48213, generation: 3, status: true, lastApplied: false };
   const oldObject = stored(notebookCluster(name, before, 1), namespace, updated);
   const object = stored(notebookCluster(name, after, 1), namespace, updated);
-  const review = (operation: 'CREATE' | 'UPDATE', obj: Obj, old: Obj | null): Obj => ({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: randomUUID(),
-      kind: { group: 'kubedirector.hpe.com', version: 'v1beta1', kind: 'KubeDirectorCluster' },
-      resource: { group: 'kubedirector.hpe.com', version: 'v1beta1', resource: 'kubedirectorclusters' },
-      requestKind: { group: 'kubedirector.hpe.com', version: 'v1beta1', kind: 'KubeDirectorCluster' },
-      requestResource: { group: 'kubedirector.hpe.com', version: 'v1beta1', resource: 'kubedirectorclusters' },
-      name,
-      namespace,
-      operation,
-      userInfo: {
-        username: 'jane@example.com',
-        uid: 'a1b2c3d4-0000-4000-8000-000000000001',
-        groups: ['data-science', 'system:authenticated'],
-        extra: { 'authentication.kubernetes.io/credential-id': ['X509SHA256=0f1e2d3c4b5a69788796a5b4c3d2e1f0'] },
-      },
-      object: obj,
-      oldObject: old,
-      dryRun: false,
-      options: {
-        apiVersion: 'meta.k8s.io/v1',
-        kind: operation === 'CREATE' ? 'CreateOptions' : 'UpdateOptions',
-        fieldManager: operation === 'CREATE' ? 'kubectl-client-side-apply' : 'kubectl',
-        fieldValidation: 'Strict',
-      },
-    },
-  });
+  const review = (operation: 'CREATE' | 'UPDATE', obj: Obj, old: Obj | null) =>
+    admissionReview(operation, obj, old, namespace, name);
   return [
     {
       name: 'validate-create',
@@ -243,4 +258,33 @@ export function benchReviews(namespace: string): BenchReview[] {
 /** What each review must be answered with (checked once before any load). */
 export function expectedAnswer(kind: ReviewKind): { allowed: true; patch: boolean } {
   return { allowed: true, patch: kind.startsWith('mutate') };
+}
+
+/**
+ * Reviews that are refused, for comparing answers with the Go peer (not part of the load): a missing
+ * cluster, a cluster whose app breaks connectable_to, a missing ConfigMap, a duplicate, and a
+ * configMetaGenerator that is a string (refused by both the validating and the mutating webhook).
+ */
+export function deniedReviews(namespace: string): BenchReview[] {
+  const name = 'nb-denied';
+  const bad = notebookCluster(name, {
+    clusters: ['train-0', 'ghost', ...SEED.notebookClusters],
+    configmaps: ['model-0', 'missing-cm', 'model-0'],
+    secrets: ['creds'],
+  });
+  bad.metadata.namespace = namespace;
+  const stringGenerator = structuredClone(bad);
+  stringGenerator.spec.configMetaGenerator = '5';
+  const lowered = notebookCluster(name, { clusters: ['train-0'], configmaps: [], secrets: [] }, 1);
+  const loweredOld = notebookCluster(name, { clusters: [], configmaps: [], secrets: [] }, 4);
+  for (const o of [lowered, loweredOld]) o.metadata.namespace = namespace;
+  const body = (op: 'CREATE' | 'UPDATE', o: Obj, old: Obj | null) =>
+    JSON.stringify(admissionReview(op, o, old, namespace, name));
+  return [
+    { name: 'validate-create', path: '/validate-kdcluster?timeout=5s', body: body('CREATE', bad, null) },
+    { name: 'validate-create', path: '/validate-kdcluster?timeout=5s', body: body('CREATE', stringGenerator, null) },
+    { name: 'validate-update', path: '/validate-kdcluster?timeout=5s', body: body('UPDATE', lowered, loweredOld) },
+    { name: 'mutate-create', path: '/mutate-kdcluster?timeout=5s', body: body('CREATE', stringGenerator, null) },
+    { name: 'mutate-update', path: '/mutate-kdcluster?timeout=5s', body: body('UPDATE', lowered, loweredOld) },
+  ];
 }

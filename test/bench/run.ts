@@ -16,6 +16,7 @@ import { admissionDirect, seedAdmissionNamespace } from './admission-direct.js';
 import { admissionApiServer } from './admission-apiserver.js';
 import { benchEnv, loadAverage, machineInfo, say, timer } from './env.js';
 import { fanout } from './fanout.js';
+import { startGoPeer, type GoPeer } from './go-peer.js';
 import { inContainer } from './in-container.js';
 import { reconcilerMemory } from './memory.js';
 import { summarizeProfiles } from './profile.js';
@@ -37,6 +38,7 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'boolean', default: false },
     logs: { type: 'boolean', default: false },
     'no-pin': { type: 'boolean', default: false },
+    'no-go-peer': { type: 'boolean', default: false },
     'admission-arg': { type: 'string', multiple: true, default: [] },
     render: { type: 'string' },
     help: { type: 'boolean', default: false },
@@ -55,6 +57,7 @@ if (values.help) {
   --cpu-prof            profile the admission service under load and summarize the profile in the report
   --logs                keep the reconcilers' logs next to the report (<name>.logs/)
   --no-pin              do not pin server and load generator to separate cores (taskset)
+  --no-go-peer          leave the Go controller-runtime peer out of the admission sections (it is built on first use)
   --admission-arg ARG   extra flag for the admission service (repeatable), e.g. --admission-arg=--log-level=debug
   --render FILE.json    only rewrite the Markdown report of an earlier run from its JSON`);
   process.exit(0);
@@ -140,6 +143,7 @@ async function section<T>(name: SectionName, fn: () => Promise<T>): Promise<void
 say(`scale ${scale.name}, sections ${only.join(', ')}; ${report.machine.cores} cores, ${report.machine.cpuModel}`);
 const cp = await startControlPlane({ log: (m) => say(`control plane: ${m}`) });
 let svc: RunningAdmission | undefined;
+let peer: GoPeer | undefined;
 try {
   if (wanted('admission-direct') || wanted('admission-apiserver'))
     await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
@@ -152,6 +156,7 @@ try {
   await section('memory', () => reconcilerMemory(cp, scale, logDir));
 } finally {
   await svc?.stop().catch(() => undefined);
+  await peer?.stop().catch(() => undefined);
   await cp.stop();
 }
 
@@ -175,12 +180,23 @@ async function admission(): Promise<void> {
     delete process.env.KD_BENCH_CPU_PROF_DIR;
   }
   const running = svc;
+  // The Go peer reads the same seeded namespace through its own informers; without it the sections still run.
+  let goError: string | undefined;
+  if (!values['no-go-peer'])
+    peer = await startGoPeer(env, { cpu: values['no-pin'] ? undefined : 0 }).catch((e: unknown) => {
+      goError = e instanceof Error ? e.message : String(e);
+      say(`go peer: not measured: ${goError}`);
+      return undefined;
+    });
+  const goPeer = peer;
   await section('admission-direct', () =>
-    admissionDirect(env, running, scale.direct, { pin: !values['no-pin'], profile: !!profDir }),
+    admissionDirect(env, running, scale.direct, { pin: !values['no-pin'], profile: !!profDir, peer: goPeer, goError }),
   );
-  await section('admission-apiserver', () => admissionApiServer(cp, env, running, scale));
+  await section('admission-apiserver', () => admissionApiServer(cp, env, running, scale, goPeer));
   await svc.stop();
   svc = undefined;
+  await peer?.stop();
+  peer = undefined;
   if (profDir) report.profile = summarizeProfiles(profDir, 25);
 }
 

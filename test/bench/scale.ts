@@ -72,7 +72,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     apiserver: { opsPerMode: 1000, concurrency: 16, block: 100 },
     fanout: { clusters: 1000, podsPerCluster: 5, idleSec: 60, deadlineSec: 300 },
     inContainer: { clusters: 20, podsPerCluster: 5, deadlineSec: 600 },
-    memory: { clusters: 4000, podsPerCluster: 5, createConcurrency: 64, deliveryDeadlineSec: 600 },
+    memory: { clusters: 10_000, podsPerCluster: 5, createConcurrency: 64, deliveryDeadlineSec: 1200 },
     createConcurrency: 32,
   },
 };

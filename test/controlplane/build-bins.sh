@@ -6,11 +6,14 @@
 # same module). The three node binaries share bins/kube-node/: kube-apiserver's go.mod unchanged, its
 # go.sum plus the kubelet's extra modules (cadvisor, containerd api, CSI spec, OCI specs).
 #
+# kd-go-peer is the benchmark's controller-runtime peer webhook (its Go sources live in its module);
+# it is built only when asked for by name (`npm run bench` does, on first use), never by default.
+#
 # A binary is rebuilt only when it is missing or its module changed (a stamp holds the hash of
-# go.mod + go.sum + this script). Prints the cache directory on the last line of stdout.
+# go.mod + go.sum (+ the module's .go files) + this script). Prints the cache directory on the last line of stdout.
 #
 #   KD_BIN_CACHE   where binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/kd-connections/bin)
-#   bash build-bins.sh [name ...]   (default: all seven)
+#   bash build-bins.sh [name ...]   (default: all seven; kd-go-peer only by name)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +37,11 @@ module_dir() { # module_dir <name>: the folder under bins/ that pins it
   esac
 }
 
-stamp_of() { local d; d=$(module_dir "$1"); cat "$d/go.mod" "$d/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16; }
+stamp_of() {
+  local d
+  d=$(module_dir "$1")
+  cat "$d/go.mod" "$d/go.sum" "${BASH_SOURCE[0]}" $(find "$d" -maxdepth 1 -name '*.go' | sort) | sha256sum | cut -c1-16
+}
 
 k8s_ldflags() { # version stamping as upstream hack/lib/version.sh does it
   local v=$1 dir=$2 minor commit date ldf="-s -w"
@@ -72,6 +79,11 @@ build() {
       version=$(module_version "$dir" helm.sh/helm/v3)
       pkg=helm.sh/helm/v3/cmd/helm
       ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+      ;;
+    kd-go-peer)
+      version=$(module_version "$dir" sigs.k8s.io/controller-runtime)
+      pkg=.
+      ldflags="-s -w"
       ;;
     *) log "unknown binary $name"; exit 2 ;;
   esac
