@@ -78,14 +78,14 @@ export async function admissionApiServer(
     const create = (mode: Mode, name: string) =>
       custom.createNamespacedCustomObject({
         ...G,
-        namespace: ns[mode],
+        namespace: ns[mode]!,
         body: notebookCluster(name, { clusters: ['train-0', 'train-1'], configmaps: ['model-0'], secrets: ['creds'] }),
       });
     const update = (mode: Mode, name: string) =>
       custom.patchNamespacedCustomObject(
         {
           ...G,
-          namespace: ns[mode],
+          namespace: ns[mode]!,
           name,
           body: [
             { op: 'add', path: '/spec/connections/clusters/-', value: 'train-2' },
@@ -228,7 +228,10 @@ async function waitUntilPeerLive(env: TestEnv, timeoutMs = 30_000): Promise<void
   for (;;) {
     if (Date.now() > end) throw new Error(`the Go peer's webhook configurations are not live after ${timeoutMs} ms`);
     try {
-      await dryRun({ ...notebookCluster('peer-marker', {}), spec: { app: 'peer-marker-missing-app' } });
+      await dryRun({
+        ...notebookCluster('peer-marker', { clusters: [], configmaps: [], secrets: [] }),
+        spec: { app: 'peer-marker-missing-app' },
+      });
     } catch (e) {
       const body = String((e as { body?: unknown }).body ?? '');
       if ((e as { code?: number }).code === 403 && body.includes(WEBHOOK_NAMES.validateCluster)) {
