@@ -10,8 +10,8 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { writes, type AuditEvent } from './audit.js';
 import type { TestEnv } from './cluster.js';
 import { installCrds } from './crds.js';
-import { getJson, kubectlOk, memberPod } from './kd-objects.js';
-import { repoRoot, sleep } from './processes.js';
+import { getJson, kubectlOk, memberPod, podConfigMeta } from './kd-objects.js';
+import { eventually, repoRoot, sleep } from './processes.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from './services.js';
 import { registerWebhooks, waitUntilLive, type Registration } from './webhook-configurations.js';
 
@@ -154,9 +154,31 @@ export const MEMBER_PODS = [
   ['notebook-0', 'notebook', 'controller'],
 ] as const;
 
-export async function createMemberPods(env: TestEnv): Promise<void> {
+/** Creates the member pods (through the pod webhook) and waits until every cluster's pods hold configmeta. */
+export async function createMemberPodsAndWaitDelivered(env: TestEnv): Promise<void> {
   for (const [pod, c, role] of MEMBER_PODS)
     await kubectlOk(env, ['create', '-f', '-'], { input: JSON.stringify(memberPod(pod, c, role, { mutated: false })) });
+  await eventually(
+    'all clusters synced, member pods hold configmeta',
+    async () => {
+      if (!(await allSynced(env, CLUSTERS))) return false;
+      for (const [pod] of MEMBER_PODS) if (!(await podConfigMeta(env, pod))) return false;
+      return true;
+    },
+    60_000,
+  );
+}
+
+/** After addNotebookConnection: the notebook's pod holds configmeta with the spark-config ConfigMaps. */
+export async function waitNotebookSeesSparkDefaults(env: TestEnv): Promise<void> {
+  await eventually(
+    'notebook-0 holds configmeta with spark-defaults',
+    async () => {
+      const cm = await podConfigMeta(env, 'notebook-0');
+      return (await allSynced(env, ['notebook'])) && cm?.doc.connections.configmaps['spark-config'] !== undefined;
+    },
+    60_000,
+  );
 }
 
 /**

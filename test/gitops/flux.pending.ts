@@ -1,4 +1,9 @@
 /**
+ * NOT IN `npm test` YET (jest runs *.test.ts only): the Flux binaries did not finish building in the
+ * session that wrote this, so it has never run. Build them (`bash test/controlplane/build-gitops-bins.sh`),
+ * run it renamed to flux.test.ts with `test/gitops` added to the cluster project's testMatch in
+ * jest.config.js, fix what the real engine says, then keep the name.
+ *
  * Real Flux (source-controller + kustomize-controller, pinned in test/controlplane/bins/flux-*) drives
  * the examples from a Git repository on 127.0.0.1, with the manifests of examples/gitops/flux/ (only
  * names, URL, namespaces and intervals changed), while the admission service and the reconciler run.
@@ -14,15 +19,15 @@ import { startFlux, type RunningEngine } from '../support/gitops-engines.js';
 import {
   CLUSTERS,
   GITOPS_EXAMPLES,
-  MEMBER_PODS,
   addForbiddenConnection,
   addNotebookConnection,
   allSynced,
   clusterWrites,
   connectionStates,
-  createMemberPods,
+  createMemberPodsAndWaitDelivered,
   exampleTree,
   generators,
+  waitNotebookSeesSparkDefaults,
   pick,
   readDocs,
   removeCluster,
@@ -143,16 +148,7 @@ describe(`Flux (source-controller + kustomize-controller v1.9.6) drives the exam
     expect((nb.metadata.managedFields as Doc[]).map((m) => m.manager)).toContain('kustomize-controller');
     expect(tree['examples/40-clusters.yaml']).not.toContain('configMetaGenerator');
 
-    await createMemberPods(env);
-    await eventually(
-      'all clusters synced, member pods hold configmeta',
-      async () => {
-        if (!(await allSynced(env, CLUSTERS))) return false;
-        for (const [pod] of MEMBER_PODS) if (!(await podConfigMeta(env, pod))) return false;
-        return true;
-      },
-      60_000,
-    );
+    await createMemberPodsAndWaitDelivered(env);
     const cm = await podConfigMeta(env, 'notebook-0');
     expect(cm!.doc.connections.configmaps.model[0].data.name).toBe('resnet50');
     firstGenerators = await generators(env);
@@ -181,14 +177,7 @@ describe(`Flux (source-controller + kustomize-controller v1.9.6) drives the exam
     const before = await generators(env);
     const sha = commit(addNotebookConnection(tree), 'notebook: also spark-defaults');
     await eventually('applied', () => allApplied(sha), 120_000, 500);
-    await eventually(
-      'delivered',
-      async () => {
-        const cm = await podConfigMeta(env, 'notebook-0');
-        return (await allSynced(env, ['notebook'])) && cm?.doc.connections.configmaps['spark-config'] !== undefined;
-      },
-      60_000,
-    );
+    await waitNotebookSeesSparkDefaults(env);
     const after = await generators(env);
     expect(after.notebook).toBe(before.notebook! + 1);
     expect(after['training-cluster']).toBe(before['training-cluster']);
