@@ -19,6 +19,8 @@ export type Doc = Record<string, any>;
 export const EXAMPLES = join(repoRoot, 'examples');
 export const GITOPS_EXAMPLES = join(EXAMPLES, 'gitops');
 export const CLUSTERS = ['kafka-events', 'training-cluster', 'spark-logs-nightly', 'notebook', 'pg-main'];
+/** The example clusters with connections (the others never get a generator: they need none). */
+export const CONNECTED = ['training-cluster', 'spark-logs-nightly', 'notebook'];
 const EXAMPLE_FILES = [
   'kustomization.yaml',
   '10-apps.yaml',
@@ -28,7 +30,10 @@ const EXAMPLE_FILES = [
 ];
 
 export function readDocs(path: string): Doc[] {
-  return parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as Doc);
+  return parseAllDocuments(readFileSync(path, 'utf8')).map((d) => {
+    if (d.errors.length > 0) throw new Error(`${path}: ${d.errors.map((e) => e.message).join('; ')}`);
+    return d.toJS() as Doc;
+  });
 }
 
 /** The one document of `kind` named `name` (or the only one of that kind). */
@@ -143,7 +148,8 @@ export async function allSynced(env: TestEnv, names: string[]): Promise<boolean>
   for (const name of names) {
     const c = await cluster(env, name);
     const cond = ((c.status?.conditions ?? []) as Doc[]).find((x) => x.type === 'ConfigMetaSynced');
-    if (cond?.status !== 'True' || c.status?.lastConfigMetaGenerator !== c.spec.configMetaGenerator) return false;
+    if (cond?.status !== 'True' || c.status?.lastConfigMetaGenerator !== (c.spec.configMetaGenerator ?? 0))
+      return false;
   }
   return true;
 }
