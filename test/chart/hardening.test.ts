@@ -186,7 +186,9 @@ describe("the reconciler's pod writes (ValidatingAdmissionPolicy)", () => {
     const plain = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'plain', annotations: { x: '1' } } };
     const member = memberPod('member-0', 'steady');
     (member.metadata as Doc).annotations = { 'kubedirector.hpe.com/configmeta': '{}', x: '1' };
-    for (const pod of [member, memberPod('member-1', 'steady'), { ...plain, spec: (member as Doc).spec }])
+    // member-1 has no annotations at all (the pod webhook's mutation adds kubectl's default-container one).
+    const bare = memberPod('member-1', 'steady', 'controller', { mutated: false });
+    for (const pod of [member, bare, { ...plain, spec: (member as Doc).spec }])
       await kubectlOk(env, ['create', '-f', '-'], { namespace: apps, input: JSON.stringify(pod) });
   });
 

@@ -29,7 +29,10 @@ const env = useDedicatedControlPlane({ apiserverFlags: ['--watch-cache=false'] }
 let rec: ReconcilerProcess;
 let client: KubeClient;
 
-const INFORMERS = ['kdclusters', 'kdapps', 'configmaps', 'secrets', 'pods'];
+// private-secrets: the reconciler's own per-cluster private configmeta Secrets (metadata only).
+/** The first clusters also connect a Secret. */
+const WITH_SECRET = 2;
+const INFORMERS = ['kdclusters', 'kdapps', 'configmaps', 'secrets', 'private-secrets', 'pods'];
 const CLUSTERS = ['g0', 'g1', 'g2', 'g3', 'g4', 'g5'];
 const PODS_PER_CLUSTER = 2;
 
@@ -41,7 +44,11 @@ beforeAll(async () => {
     configMap('model', { v: '1' }, 'model'),
     secret('creds', { token: 'gone-test-secret-value' }),
     ...CLUSTERS.map((c, i) =>
-      kdCluster(c, 'trainer', i < 2 ? { configmaps: ['model'], secrets: ['creds'] } : { configmaps: ['model'] }),
+      kdCluster(
+        c,
+        'trainer',
+        i < WITH_SECRET ? { configmaps: ['model'], secrets: ['creds'] } : { configmaps: ['model'] },
+      ),
     ),
     ...CLUSTERS.flatMap((c) => Array.from({ length: PODS_PER_CLUSTER }, (_, j) => memberPod(`${c}-${j}`, c))),
   ]);
@@ -97,7 +104,9 @@ describe('a watch answering 410 Gone', () => {
       expect(c.generator).toBe(0);
     }
 
-    // The watches work again: one edit costs 1 bump + 1 status write per cluster + 1 patch per pod.
+    // The watches work again: one edit costs 1 bump + 1 status write per cluster + 1 patch per pod, and
+    // one patch of the private Secret of each cluster that connects a Secret (root's copy of the whole
+    // `connections` section, the ConfigMap included).
     const since = new Date();
     await client.jsonPatch(`/api/v1/namespaces/${env.namespace}/configmaps/model`, [
       { op: 'replace', path: '/data/v', value: '2' },
@@ -119,6 +128,7 @@ describe('a watch answering 410 Gone', () => {
       kubedirectorclusters: CLUSTERS.length,
       'kubedirectorclusters/status': CLUSTERS.length,
       pods: CLUSTERS.length * PODS_PER_CLUSTER,
+      secrets: WITH_SECRET,
     });
     expect(w.every((e) => e.verb === 'patch' && e.responseStatus?.code === 200)).toBe(true);
     expect(new Set(w.filter((e) => e.objectRef?.resource === 'pods').map((e) => e.objectRef?.name)).size).toBe(

@@ -43,6 +43,9 @@ export function writes(path: string, f: WriteFilter): AuditEvent[] {
     (e) =>
       e.objectRef?.namespace === f.namespace &&
       ['create', 'update', 'patch', 'delete'].includes(e.verb) &&
+      // A dry run persists nothing (the reconciler's probe after a refused JSON Patch asks whether its
+      // `test` ops alone still fail): not a write.
+      !/[?&]dryRun=/.test(e.requestURI ?? '') &&
       (!f.userAgent || (e.userAgent ?? '').includes(f.userAgent)) &&
       (!f.since || new Date(e.requestReceivedTimestamp) >= f.since) &&
       (!f.succeeded || ((e.responseStatus?.code ?? 0) >= 200 && (e.responseStatus?.code ?? 0) < 300)),
