@@ -66,12 +66,24 @@ export async function waitPodReady(env: TestEnv, name: string, timeout = '120s')
   }
 }
 
+/** The services of a delivery test file; the reconciler can be restarted with other flags. */
+export interface DeliveryServices {
+  /** The reconciler running now (set once beforeAll ran). */
+  readonly reconciler: ReconcilerProcess;
+  /** Stops the reconciler and starts it again with `args` (instead of the file's reconcilerArgs). */
+  restartReconciler(args?: string[]): Promise<ReconcilerProcess>;
+}
+
 /**
  * For a test file about delivery into running pods: CRDs, the admission service with its webhooks
- * registered (the pod webhook injects the sidecar), the reconciler, and the node, for the whole file.
- * `ready` runs last in beforeAll, with the node.
+ * registered (the pod webhook injects the sidecar), the reconciler (with `reconcilerArgs`), and the
+ * node, for the whole file. `ready` runs last in beforeAll, with the node.
  */
-export function useDeliveryServices(env: TestEnv, ready: (node: NodeInfo) => Promise<void> = async () => {}): void {
+export function useDeliveryServices(
+  env: TestEnv,
+  ready: (node: NodeInfo) => Promise<void> = async () => {},
+  o: { reconcilerArgs?: string[] } = {},
+): DeliveryServices {
   let admission: RunningAdmission | undefined;
   let webhooks: Registration | undefined;
   let rec: ReconcilerProcess | undefined;
@@ -80,7 +92,7 @@ export function useDeliveryServices(env: TestEnv, ready: (node: NodeInfo) => Pro
     admission = await startAdmission(env);
     webhooks = await registerWebhooks(env, admission);
     await waitUntilLive(env);
-    rec = await startReconciler(env);
+    rec = await startReconciler(env, { args: o.reconcilerArgs ?? [] });
     await ready(await waitForNode());
   }, 300_000);
   afterAll(async () => {
@@ -88,4 +100,15 @@ export function useDeliveryServices(env: TestEnv, ready: (node: NodeInfo) => Pro
     await rec?.stop();
     await admission?.stop();
   });
+  return {
+    get reconciler() {
+      if (!rec) throw new Error('the reconciler is not started yet (beforeAll has not run)');
+      return rec;
+    },
+    async restartReconciler(args: string[] = []) {
+      await rec?.stop();
+      rec = await startReconciler(env, { args });
+      return rec;
+    },
+  };
 }
