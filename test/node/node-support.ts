@@ -5,6 +5,7 @@
  * taint (other tests' pods stay Pending as before).
  */
 import { afterAll, beforeAll } from '@jest/globals';
+import { LABEL_KDCLUSTER, LABEL_ROLE } from '@kd-connections/shared';
 import { controlPlaneInfo, type TestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
@@ -52,6 +53,39 @@ export function runningPod(
           command: ['sh', '-c', script],
           readinessProbe: { exec: { command: ['sh', '-c', opts.ready ?? 'true'] }, periodSeconds: 1 },
         },
+      ],
+    },
+  };
+}
+
+export interface NodeMemberPodOptions {
+  /** The `app` container's image when `containers` is not given; default busybox. */
+  image?: string;
+  containers?: Obj[];
+  annotations?: Obj;
+  volumes?: Obj[];
+}
+
+/**
+ * A member pod of `cluster` (role controller) on the test node, as an app declares it: the pod webhook
+ * adds the delivery. `containers` default to one `app` that sleeps.
+ */
+export function nodeMemberPod(name: string, cluster: string, o: NodeMemberPodOptions = {}): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      labels: { [LABEL_KDCLUSTER]: cluster, [LABEL_ROLE]: 'controller' },
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+    },
+    spec: {
+      hostNetwork: true,
+      tolerations: [TEST_NODE_TOLERATION],
+      terminationGracePeriodSeconds: 1,
+      ...(o.volumes ? { volumes: o.volumes } : {}),
+      containers: o.containers ?? [
+        { name: 'app', image: o.image ?? BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
       ],
     },
   };
