@@ -8,6 +8,7 @@
  * - A list of maps is merged in order, the last one winning per key (Python's dict.update); a list of
  *   strings is a value.
  * - A map at the end of the key answers with its keys, in document order; a miss is a KeyError.
+ * - Root loads more than the public document (configcliRootView).
  */
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -89,4 +90,23 @@ function resolve(tokens: string[], root: Json): Json | string[] {
 /** `configcli -g <key>` against `doc` (a parsed configmeta.json). Throws ConfigcliKeyError on a miss. */
 export function configcliGet(doc: Json, key: string): Json | string[] {
   return resolve(key.split('.'), doc);
+}
+
+/**
+ * What configcli loads for root (namespace/__init__.py): the public document, then `.platform.json` and
+ * `.priv_configmeta.json` merged over it with Python's dict.update (shallow: a top-level key replaces the
+ * public one whole). A platform file that is not a JSON object makes configcli swallow the error and keep
+ * the public document as loaded.
+ */
+export function configcliRootView(publicText: string, platformText: string, privateText: string): Json {
+  const doc = JSON.parse(publicText) as Record<string, Json>;
+  try {
+    const platform = JSON.parse(platformText) as unknown;
+    if (typeof platform !== 'object' || platform === null || Array.isArray(platform)) throw new TypeError('update');
+    Object.assign(doc, platform);
+    Object.assign(doc, JSON.parse(privateText) as Record<string, Json>);
+  } catch {
+    // configcli swallows the error: the public document stays as loaded
+  }
+  return doc;
 }

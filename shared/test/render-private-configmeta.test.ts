@@ -12,23 +12,9 @@ import {
   trimPrivateSecret,
 } from '../src/plan-private-secret.js';
 import { PLATFORM_DOCUMENT, renderPrivateSecretEntry } from '../src/render-private-configmeta.js';
-import { configcliGet, type Json } from './configcli-reader.js';
+import { configcliGet, configcliRootView as rootView, type Json } from './configcli-reader.js';
 import { LAST_APPLIED, render, scenario, SECRET_PLAIN } from './scenario.js';
 import { secret, TEST_DIGEST_KEY } from './fixtures.js';
-
-/** configcli's load for root (namespace/__init__.py): public, then platform, then private; errors swallowed. */
-function rootView(publicText: string, platformText: string, privateText: string): Json {
-  const doc = JSON.parse(publicText) as Record<string, Json>;
-  try {
-    const platform = JSON.parse(platformText) as unknown;
-    if (typeof platform !== 'object' || platform === null || Array.isArray(platform)) throw new TypeError('update');
-    Object.assign(doc, platform);
-    Object.assign(doc, JSON.parse(privateText) as Record<string, Json>);
-  } catch {
-    // configcli swallows the error: the public document stays as loaded
-  }
-  return doc;
-}
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 

@@ -62,8 +62,11 @@ describe('npm start', () => {
       .split('\n')
       .filter((l) => /^\s{5}kubectl /.test(l))
       .map((l) => l.trim());
-    expect(commands).toHaveLength(4);
-    const [denied, patch, list, read] = commands as [string, string, string, string];
+    const [denied, patch, list, read, ...secretSteps] = commands as [string, string, string, string, ...string[]];
+    // npm start runs a node unless another one holds this machine (the suite's own, unless KD_TEST_NODE=0):
+    // then its step 3 reads the file in the container and step 4 reads the private file there.
+    const withNode = / exec /.test(read);
+    expect(commands).toHaveLength(withNode ? 7 : 5);
 
     // 1. The denied connection.
     const d = await sh(denied, exports);
@@ -97,6 +100,36 @@ describe('npm start', () => {
       redacted: true,
       data: { token: '', username: '' },
     });
+
+    // 4. The connected Secret's value: readable by root in the container, nowhere a user lists.
+    const b64 = Buffer.from('replace-me').toString('base64');
+    const tokenIn = (privText: string) =>
+      (JSON.parse(privText) as any).connections.secrets['source-control'][0].data.token as string;
+    if (withNode) {
+      const [asRoot, asNobody] = secretSteps as [string, string, string];
+      const token = await eventually('the private file as root in the container', async () => {
+        const r = await sh(asRoot, exports);
+        return r.code === 0 ? tokenIn(r.stdout) : undefined;
+      });
+      expect(token).toBe(b64);
+      const n = await sh(asNobody, exports);
+      expect(n.code).not.toBe(0);
+      expect(n.stderr).toContain('Permission denied');
+    } else {
+      // Without a node, the API side only: the value sits in the private Secret the member pods mount.
+      const s = await sh(
+        "kubectl -n kd-demo get secret kd-configmeta-private-notebook -o jsonpath='{.data.priv_configmeta\\.json}'",
+        exports,
+      );
+      expect(tokenIn(Buffer.from(s.stdout, 'base64').toString())).toBe(b64);
+    }
+    const grep = secretSteps.at(-1)!;
+    expect(grep).toContain('get pods,kdcluster,events,configmaps -o json | grep -c');
+    const found = await sh(grep, exports);
+    expect(found.stdout).toBe('0\n');
+    // The same search over the Secrets finds it: the pattern can match.
+    const inSecrets = await sh(grep.replace('pods,kdcluster,events,configmaps', 'secrets'), exports);
+    expect(Number(inSecrets.stdout)).toBeGreaterThan(0);
 
     const dirs = [...out.matchAll(/(\/[^\s]*kd-(?:local|controlplane)-[^/\s]+)\//g)].map((m) => m[1]!);
     expect(dirs.length).toBeGreaterThanOrEqual(2);

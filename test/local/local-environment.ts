@@ -24,7 +24,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
 import { installNodePrerequisites, startNode, type NodeHandle } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
-import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
+import { CONFIGMETA_DIR, CONFIGMETA_FILE, PRIVATE_CONFIGMETA_FILE } from '@kd-connections/shared';
 import { ensureBinaries } from '../controlplane/binaries.js';
 import { waitFor } from '../controlplane/net.js';
 import { installCrds } from '../support/crds.js';
@@ -257,6 +257,18 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
           undefined,
           500,
         ).catch(() => {});
+        // The notebook connects a Secret: its private file comes with the kubelet's next look at the
+        // private Secret volume (the app does not wait for it), so the tour's step 4 shows it at once.
+        await waitFor(
+          'private configmeta file inside a member pod',
+          90_000,
+          async () => {
+            await kubectl(['-n', DEMO_NAMESPACE, 'exec', TOUR_POD, '--', 'test', '-s', PRIVATE_PATH]);
+            return true;
+          },
+          undefined,
+          500,
+        ).catch(() => {});
       }
     }
     return { dir, kubeconfigPath, node: (await node) !== undefined, stop, died };
@@ -286,6 +298,9 @@ async function waitUntilLive(kubectl: (args: string[], input?: string) => Promis
 
 const TOUR_POD = 'notebook-controller-0';
 const CONFIGMETA_PATH = `${CONFIGMETA_DIR}/${CONFIGMETA_FILE}`;
+const PRIVATE_PATH = `${CONFIGMETA_DIR}/${PRIVATE_CONFIGMETA_FILE}`;
+/** The token of examples/30-secrets.yaml, which the notebook connects: the tour looks for it in the API. */
+export const EXAMPLE_SECRET_VALUE = 'replace-me';
 
 /**
  * Member pods for every example cluster (at most two per role), named <cluster>-<role>-<i>: busybox
@@ -328,6 +343,8 @@ async function demoPods(kubectl: (args: string[]) => Promise<string>): Promise<o
 
 export function tour(env: LocalEnvironment, binDir: string, local: boolean): string {
   const k = `kubectl -n ${DEMO_NAMESPACE}`;
+  // The value's base64 (as Secret data and configmeta hold it), without its padding.
+  const secretGrep = Buffer.from(EXAMPLE_SECRET_VALUE).toString('base64').replace(/=+$/, '');
   const lines = [
     '',
     'kd-connections is running.',
@@ -354,6 +371,19 @@ export function tour(env: LocalEnvironment, binDir: string, local: boolean): str
             "  3. Read a member pod's configmeta (no node runs here, so it stays in the pod's annotation):",
             `     ${k} get pod ${TOUR_POD} -o jsonpath='{.metadata.annotations.kubedirector\\.hpe\\.com/configmeta}'`,
           ]),
+      ...(env.node
+        ? [
+            `  4. The notebook connects the Secret scm-creds: its values reach root in the member pods (configcli`,
+            '     merges this file for root; base64, as KubeDirector renders them), and no other user there:',
+            `     ${k} exec ${TOUR_POD} -- cat ${PRIVATE_PATH}`,
+            `     ${k} exec ${TOUR_POD} -- su nobody -s /bin/sh -c 'cat ${PRIVATE_PATH}'`,
+          ]
+        : [
+            `  4. The notebook connects the Secret scm-creds: its values go only into the cluster's private Secret,`,
+            '     which member pods mount for root (on a node; none runs here).',
+          ]),
+      `     Nothing you can list but Secrets holds the token "${EXAMPLE_SECRET_VALUE}", plain or base64 (prints 0):`,
+      `     ${k} get pods,kdcluster,events,configmaps -o json | grep -cE '${EXAMPLE_SECRET_VALUE}|${secretGrep}'`,
       '',
     );
   } else {

@@ -19,11 +19,10 @@ import {
   PRINT_END,
 } from '../images/app-images.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
-import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, podConfigMeta } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { useDeliveryServices, waitPodReady } from './node-support.js';
+import { nodeMemberPod, useDeliveryServices, waitPodReady, type NodeMemberPodOptions } from './node-support.js';
 
 const env = useTestEnv();
 const FILE = '/etc/guestconfig/configmeta.json';
@@ -40,32 +39,9 @@ useDeliveryServices(env, async (node) => {
 });
 
 type Obj = Record<string, any>;
-const LABELS = (cluster: string) => ({
-  'kubedirector.hpe.com/kdcluster': cluster,
-  'kubedirector.hpe.com/role': 'controller',
-});
-
-/** A member pod on the test node; `containers` default to one `app` that sleeps. */
-function pod(
-  name: string,
-  cluster: string,
-  o: { image?: string; containers?: Obj[]; annotations?: Obj; volumes?: Obj[] } = {},
-): Obj {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, labels: LABELS(cluster), ...(o.annotations ? { annotations: o.annotations } : {}) },
-    spec: {
-      hostNetwork: true,
-      tolerations: [TEST_NODE_TOLERATION],
-      terminationGracePeriodSeconds: 1,
-      ...(o.volumes ? { volumes: o.volumes } : {}),
-      containers: o.containers ?? [
-        { name: 'app', image: o.image ?? GUESTCONFIG_APP_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
-      ],
-    },
-  };
-}
+/** A member pod on the test node; `containers` default to one `app` of the image with its own files. */
+const pod = (name: string, cluster: string, o: NodeMemberPodOptions = {}) =>
+  nodeMemberPod(name, cluster, { image: GUESTCONFIG_APP_IMAGE, ...o });
 
 const exec = (p: string, script: string, container = 'app') =>
   kubectlOk(env, ['exec', p, '-c', container, '--', 'sh', '-c', script]);

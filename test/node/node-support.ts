@@ -5,6 +5,7 @@
  * taint (other tests' pods stay Pending as before).
  */
 import { afterAll, beforeAll } from '@jest/globals';
+import { LABEL_KDCLUSTER, LABEL_ROLE } from '@kd-connections/shared';
 import { controlPlaneInfo, type TestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
@@ -57,6 +58,39 @@ export function runningPod(
   };
 }
 
+export interface NodeMemberPodOptions {
+  /** The `app` container's image when `containers` is not given; default busybox. */
+  image?: string;
+  containers?: Obj[];
+  annotations?: Obj;
+  volumes?: Obj[];
+}
+
+/**
+ * A member pod of `cluster` (role controller) on the test node, as an app declares it: the pod webhook
+ * adds the delivery. `containers` default to one `app` that sleeps.
+ */
+export function nodeMemberPod(name: string, cluster: string, o: NodeMemberPodOptions = {}): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      labels: { [LABEL_KDCLUSTER]: cluster, [LABEL_ROLE]: 'controller' },
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+    },
+    spec: {
+      hostNetwork: true,
+      tolerations: [TEST_NODE_TOLERATION],
+      terminationGracePeriodSeconds: 1,
+      ...(o.volumes ? { volumes: o.volumes } : {}),
+      containers: o.containers ?? [
+        { name: 'app', image: o.image ?? BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+      ],
+    },
+  };
+}
+
 /** kubectl wait for the pod's Ready condition; fails with the pod's description if it does not come. */
 export async function waitPodReady(env: TestEnv, name: string, timeout = '120s'): Promise<void> {
   const r = await env.kubectl(['wait', '--for=condition=Ready', `--timeout=${timeout}`, `pod/${name}`]);
@@ -66,12 +100,24 @@ export async function waitPodReady(env: TestEnv, name: string, timeout = '120s')
   }
 }
 
+/** The services of a delivery test file; the reconciler can be restarted with other flags. */
+export interface DeliveryServices {
+  /** The reconciler running now (set once beforeAll ran). */
+  readonly reconciler: ReconcilerProcess;
+  /** Stops the reconciler and starts it again with `args` (instead of the file's reconcilerArgs). */
+  restartReconciler(args?: string[]): Promise<ReconcilerProcess>;
+}
+
 /**
  * For a test file about delivery into running pods: CRDs, the admission service with its webhooks
- * registered (the pod webhook injects the sidecar), the reconciler, and the node, for the whole file.
- * `ready` runs last in beforeAll, with the node.
+ * registered (the pod webhook injects the sidecar), the reconciler (with `reconcilerArgs`), and the
+ * node, for the whole file. `ready` runs last in beforeAll, with the node.
  */
-export function useDeliveryServices(env: TestEnv, ready: (node: NodeInfo) => Promise<void> = async () => {}): void {
+export function useDeliveryServices(
+  env: TestEnv,
+  ready: (node: NodeInfo) => Promise<void> = async () => {},
+  o: { reconcilerArgs?: string[] } = {},
+): DeliveryServices {
   let admission: RunningAdmission | undefined;
   let webhooks: Registration | undefined;
   let rec: ReconcilerProcess | undefined;
@@ -80,7 +126,7 @@ export function useDeliveryServices(env: TestEnv, ready: (node: NodeInfo) => Pro
     admission = await startAdmission(env);
     webhooks = await registerWebhooks(env, admission);
     await waitUntilLive(env);
-    rec = await startReconciler(env);
+    rec = await startReconciler(env, { args: o.reconcilerArgs ?? [] });
     await ready(await waitForNode());
   }, 300_000);
   afterAll(async () => {
@@ -88,4 +134,15 @@ export function useDeliveryServices(env: TestEnv, ready: (node: NodeInfo) => Pro
     await rec?.stop();
     await admission?.stop();
   });
+  return {
+    get reconciler() {
+      if (!rec) throw new Error('the reconciler is not started yet (beforeAll has not run)');
+      return rec;
+    },
+    async restartReconciler(args: string[] = []) {
+      await rec?.stop();
+      rec = await startReconciler(env, { args });
+      return rec;
+    },
+  };
 }

@@ -1,51 +1,45 @@
 /**
  * KubeDirector's change signal in running containers: with --reconnect-hook the reconciler reads the
- * generator a member's file holds (exec `cat` in the kd-guestconfig sidecar) and runs the app's
- * `/opt/guestconfig/<pkg>/startscript --reconnect` in the `app` container once per new generator — not on
- * the first delivery, never for a role without a config package. A failing hook gives an event naming
- * the pod and a condition, and is retried; a hanging one is abandoned at --reconnect-timeout; with the
- * flag off nothing runs.
+ * generator a member's file holds (exec `cat /etc/guestconfig/.configmeta-generator` in the kd-guestconfig
+ * sidecar) and runs the app's `/opt/guestconfig/<pkg>/startscript --reconnect` in the `app` container once
+ * per new generator — not on the first delivery, never for a role without a config package. A failing
+ * hook gives an event naming the pod and a condition, and is retried; a hanging one is abandoned at
+ * --reconnect-timeout; with the flag off nothing runs.
  *
- * The member pod imitates the in-pod delivery layout (guestconfig-layout.ts) until the real sidecar is
- * in: `reconnectMemberPod` is the one place that builds it.
+ * The member pods get the real delivery: the running admission service's pod webhook injects the
+ * kd-guestconfig native sidecar, which writes the file and the generator file the hook reads.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import {
-  ANNOTATION_CONFIGMETA_GENERATOR,
-  ANNOTATION_CONFIGMETA_VOLUME,
+  ANNOTATION_CONFIGMETA_GENERATOR as ANNOTATION_GENERATOR,
   CONDITION_MEMBERS_RECONNECTED,
   GENERATOR_FILE,
   GUESTCONFIG_DIR,
   GUESTCONFIG_SIDECAR,
-  GUESTCONFIG_VOLUME,
   LABEL_KDCLUSTER,
   LABEL_ROLE,
-  SIDECAR_SOURCE_DIR,
 } from '@kd-connections/shared';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { useTestEnv } from '../support/cluster.js';
-import { installCrds } from '../support/crds.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk } from '../support/kd-objects.js';
 import { eventually, sleep } from '../support/processes.js';
-import { startReconciler, type ReconcilerProcess } from '../support/services.js';
-import { waitForNode, waitPodReady } from './node-support.js';
+import { useDeliveryServices, waitPodReady } from './node-support.js';
 
 const env = useTestEnv();
 const TIMEOUT_MS = 3000;
 const LOG = '/tmp/reconnect.log';
 const ATTEMPTS = '/tmp/attempts.log';
 const GEN_FILE = `${GUESTCONFIG_DIR}/${GENERATOR_FILE}`;
-let rec: ReconcilerProcess | undefined;
+const HOOK_FLAGS = ['--reconnect-hook', `--reconnect-timeout=${TIMEOUT_MS / 1000}s`];
 
 type Obj = Record<string, any>;
 
 /**
- * A member pod laid out as the in-pod delivery will be: a native sidecar `kd-guestconfig` copying the
- * generator annotation (downward API) into GENERATOR_FILE of an emptyDir at /etc/guestconfig with an
- * atomic rename, and an `app` container whose config package startscript sits where KubeDirector puts
- * it. The startscript logs every attempt, fails while /tmp/fail exists, hangs while /tmp/hang exists,
- * and otherwise appends "<arg> <generator in the file>" to LOG.
+ * A member pod as an app would declare it: only the `app` container, whose config package startscript
+ * sits where KubeDirector puts it (the pod webhook adds the delivery). The startscript logs every
+ * attempt, fails while /tmp/fail exists, hangs while /tmp/hang exists, and otherwise appends
+ * "<arg> <generator in the file>" to LOG.
  */
 function reconnectMemberPod(name: string, cluster: string, role: string): Obj {
   const startscript = [
@@ -55,53 +49,14 @@ function reconnectMemberPod(name: string, cluster: string, role: string): Obj {
     'if [ -e /tmp/hang ]; then sleep 3600; fi',
     `echo "$1 $(cat ${GEN_FILE})" >> ${LOG}`,
   ].join('\n');
-  const copy = [
-    'while true; do',
-    `  g=$(cat ${SIDECAR_SOURCE_DIR}/generator 2>/dev/null)`,
-    `  if [ -n "$g" ] && [ "$g" != "$(cat ${GEN_FILE} 2>/dev/null)" ]; then`,
-    `    printf %s "$g" > ${GUESTCONFIG_DIR}/.gen.tmp && mv ${GUESTCONFIG_DIR}/.gen.tmp ${GEN_FILE}`,
-    '  fi',
-    '  sleep 0.2',
-    'done',
-  ].join('\n');
-  const guestconfig = { name: GUESTCONFIG_VOLUME, mountPath: GUESTCONFIG_DIR };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: {
-      name,
-      labels: { [LABEL_KDCLUSTER]: cluster, [LABEL_ROLE]: role },
-      // The layout is built here, not by the pod webhook (which is not running in this file).
-      annotations: { [ANNOTATION_CONFIGMETA_VOLUME]: 'false' },
-    },
+    metadata: { name, labels: { [LABEL_KDCLUSTER]: cluster, [LABEL_ROLE]: role } },
     spec: {
       hostNetwork: true,
       tolerations: [TEST_NODE_TOLERATION],
       terminationGracePeriodSeconds: 1,
-      volumes: [
-        { name: GUESTCONFIG_VOLUME, emptyDir: {} },
-        {
-          name: 'kd-configmeta',
-          downwardAPI: {
-            items: [
-              {
-                path: 'generator',
-                fieldRef: { fieldPath: `metadata.annotations['${ANNOTATION_CONFIGMETA_GENERATOR}']` },
-              },
-            ],
-          },
-        },
-      ],
-      initContainers: [
-        {
-          name: GUESTCONFIG_SIDECAR,
-          image: BUSYBOX_IMAGE,
-          imagePullPolicy: 'Never',
-          restartPolicy: 'Always',
-          command: ['sh', '-c', copy],
-          volumeMounts: [guestconfig, { name: 'kd-configmeta', mountPath: SIDECAR_SOURCE_DIR, readOnly: true }],
-        },
-      ],
       containers: [
         {
           name: 'app',
@@ -113,7 +68,6 @@ function reconnectMemberPod(name: string, cluster: string, role: string): Obj {
             `mkdir -p /opt/guestconfig/appconfig && cat > /opt/guestconfig/appconfig/startscript <<'EOF'\n${startscript}\nEOF\n` +
               'chmod +x /opt/guestconfig/appconfig/startscript && exec sleep 3600',
           ],
-          volumeMounts: [guestconfig],
           readinessProbe: {
             exec: { command: ['test', '-x', '/opt/guestconfig/appconfig/startscript'] },
             periodSeconds: 1,
@@ -156,28 +110,42 @@ async function change(value: string, before: number): Promise<number> {
 const CONTROLLER = 'hooked-controller-0';
 const WORKER = 'hooked-worker-0';
 
-beforeAll(async () => {
-  await installCrds(env);
-  rec = await startReconciler(env, { args: ['--reconnect-hook', `--reconnect-timeout=${TIMEOUT_MS / 1000}s`] });
-  await waitForNode();
-  await apply(env, [
-    hookedApp('hooked'),
-    configMap('hook-cm', { v: '0' }),
-    kdCluster('hooked', 'hooked', { configmaps: ['hook-cm'] }, ['controller', 'worker']),
-  ]);
-  await apply(env, [
-    reconnectMemberPod(CONTROLLER, 'hooked', 'controller'),
-    reconnectMemberPod(WORKER, 'hooked', 'worker'),
-  ]);
-  await waitPodReady(env, CONTROLLER);
-  await waitPodReady(env, WORKER);
-}, 300_000);
-afterAll(async () => {
-  await rec?.stop();
-});
+const services = useDeliveryServices(
+  env,
+  async () => {
+    await apply(env, [
+      hookedApp('hooked'),
+      configMap('hook-cm', { v: '0' }),
+      kdCluster('hooked', 'hooked', { configmaps: ['hook-cm'] }, ['controller', 'worker']),
+    ]);
+    await apply(env, [
+      reconnectMemberPod(CONTROLLER, 'hooked', 'controller'),
+      reconnectMemberPod(WORKER, 'hooked', 'worker'),
+    ]);
+    await waitPodReady(env, CONTROLLER);
+    await waitPodReady(env, WORKER);
+  },
+  { reconcilerArgs: HOOK_FLAGS },
+);
 
 describe('the reconnect hook (startscript --reconnect) in running member pods', () => {
   let generator = 0;
+
+  it('the member pods carry the real delivery: the webhook injected the kd-guestconfig native sidecar', async () => {
+    for (const name of [CONTROLLER, WORKER]) {
+      const p = await getJson(env, ['pod', name]);
+      const sidecar = (p.spec.initContainers ?? []).find((c: Obj) => c.name === GUESTCONFIG_SIDECAR);
+      expect(sidecar?.restartPolicy).toBe('Always');
+      expect(p.spec.containers.find((c: Obj) => c.name === 'app').volumeMounts.map((m: Obj) => m.mountPath)).toContain(
+        GUESTCONFIG_DIR,
+      );
+      // The app sees the generator file the sidecar writes (the startscript reads it there).
+      await eventually(`${name}: the app reads the annotated generator in ${GEN_FILE}`, async () => {
+        const annotated = (await getJson(env, ['pod', name])).metadata.annotations?.[ANNOTATION_GENERATOR];
+        return annotated !== undefined && (await inPod(name, 'app', `cat ${GEN_FILE}`)).stdout === annotated;
+      });
+    }
+  });
 
   it('not on the first delivery: the member gets a baseline, no hook runs; the worker role has no package', async () => {
     const base = await eventually(
@@ -216,7 +184,9 @@ describe('the reconnect hook (startscript --reconnect) in running member pods', 
     }
     expect(await logLines(WORKER, ATTEMPTS)).toEqual([]);
     expect((await condition())?.status).toBe('True');
-    expect(await rec!.metric('kd_reconciler_reconnect_hooks_total', { result: 'ok' })).toBe(2);
+    expect(await services.reconciler.metric('kd_reconciler_reconnect_hooks_total', { result: 'ok' })).toBe(2);
+    // Every read of the generator file (exec `cat` in the kd-guestconfig sidecar) answered.
+    expect(services.reconciler.output()).not.toContain('cannot read the member generator file');
   }, 180_000);
 
   it('a failing hook: event naming the pod, a condition, retried with backoff until it succeeds', async () => {
@@ -288,7 +258,9 @@ describe('the reconnect hook (startscript --reconnect) in running member pods', 
     );
     expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 500);
     expect(took).toBeLessThan(TIMEOUT_MS + 10_000);
-    expect(await rec!.metric('kd_reconciler_reconnect_hooks_total', { result: 'timeout' })).toBeGreaterThanOrEqual(1);
+    expect(
+      await services.reconciler.metric('kd_reconciler_reconnect_hooks_total', { result: 'timeout' }),
+    ).toBeGreaterThanOrEqual(1);
 
     await inPod(CONTROLLER, 'app', 'rm /tmp/hang');
     await eventually(
@@ -301,8 +273,7 @@ describe('the reconnect hook (startscript --reconnect) in running member pods', 
   }, 180_000);
 
   it('with the flag off nothing is exec’d: a new generator reaches the file, no hook runs', async () => {
-    await rec!.stop();
-    rec = await startReconciler(env);
+    const rec = await services.restartReconciler();
     const attemptsBefore = await logLines(CONTROLLER, ATTEMPTS);
     const recorded = generator;
     generator = await change('5', generator);
