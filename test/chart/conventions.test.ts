@@ -527,6 +527,7 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
     expect(ctr.command).toEqual(['/usr/local/bin/node', '-e']);
     return run(process.execPath, ['-e', ctr.args[0]], { env: envOf(pod), timeoutMs: 30_000 });
   };
+  const renderTests = (args: string[]) => helmTemplate(env, REL, NS, args, { tests: true });
   let admission: RunningAdmission | undefined;
 
   beforeAll(async () => {
@@ -539,7 +540,7 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
   });
 
   it('by default: a test hook on the admission image, the Service address, restricted, deleted once passed', async () => {
-    const { docs } = await render(sets({ 'admission.tolerations[0].operator': 'Exists' }));
+    const { docs } = await renderTests(sets({ 'admission.tolerations[0].operator': 'Exists' }));
     const pod = testPod(docs);
     expect(pod.metadata.annotations).toEqual({
       'helm.sh/hook': 'test',
@@ -559,14 +560,14 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
   });
 
   it('clientAuth: the plain probes port; url mode and tests.enabled=false: no test pod', async () => {
-    const { docs } = await render([
+    const { docs } = await renderTests([
       ...sets({ 'admission.clientAuth.enabled': true }),
       '--set-string',
       `admission.clientAuth.caBundle=${env.info.webhookCaPem}`,
     ]);
     expect(envOf(testPod(docs))).toEqual({ ADDRESS: `${FULL}-admission.${NS}.svc:8081`, SCHEME: 'http' });
     for (const args of [sets({ 'webhook.url': 'https://127.0.0.1:9443' }), sets({ 'tests.enabled': false })])
-      expect(find((await render(args)).docs, 'Pod')).toEqual([]);
+      expect(find((await renderTests(args)).docs, 'Pod')).toEqual([]);
   });
 
   it('its program passes against a ready admission service (CA verified) and fails where none answers', async () => {
@@ -577,7 +578,7 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
         'webhook.caBundle': Buffer.from(env.info.webhookCaPem).toString('base64'),
       }),
     ];
-    const pod = testPod((await render(onNode(`127.0.0.1:${admission!.port}`))).docs);
+    const pod = testPod((await renderTests(onNode(`127.0.0.1:${admission!.port}`))).docs);
     expect(pod.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' });
     const passed = await runTestPod(pod);
     expect(passed).toEqual({
@@ -586,7 +587,7 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
       stderr: '',
     });
 
-    const other = (await render([...onNode('127.0.0.1:9'), ...sets({ 'webhook.caBundle': 'QUJD' })])).docs;
+    const other = (await renderTests([...onNode('127.0.0.1:9'), ...sets({ 'webhook.caBundle': 'QUJD' })])).docs;
     const refused = await runTestPod(testPod(other));
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('GET https://127.0.0.1:9/readyz: connect ECONNREFUSED');

@@ -247,6 +247,9 @@ beforeAll(async () => {
         ...onThisNode,
         port: admissionPort,
         preStopSleepSeconds: 3,
+        // After SIGTERM, answer for 2 s more with Connection: close, so the API server retires its kept-alive
+        // connections to the old pod on a response instead of racing a request against their close.
+        extraArgs: ['--shutdown-delay=2'],
       },
       reconciler: {
         replicas: 1,
