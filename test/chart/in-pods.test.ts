@@ -416,7 +416,7 @@ describe('the chart with both services in pods on the node', () => {
     );
     const left = parseDocs(
       ok(
-        await env.kubectl(['get', 'deploy,svc,sa,role,rolebinding,lease,pdb,secret,configmap', '-o', 'yaml'], {
+        await env.kubectl(['get', 'deploy,svc,sa,role,rolebinding,lease,pdb,secret,configmap,pod', '-o', 'yaml'], {
           namespace: ns,
         }),
         'get leftovers',
@@ -431,6 +431,8 @@ describe('the chart with both services in pods on the node', () => {
       'mutatingwebhookconfiguration',
       'clusterrole',
       'clusterrolebinding',
+      'validatingadmissionpolicy',
+      'validatingadmissionpolicybinding',
     ]) {
       const names = ok(await env.kubectl(['get', kind, '-o', 'name'], { namespace: false }), kind).stdout;
       expect(names).not.toContain(fullname);
