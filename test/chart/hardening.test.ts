@@ -186,7 +186,13 @@ describe("the reconciler's pod writes (ValidatingAdmissionPolicy)", () => {
     const plain = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'plain', annotations: { x: '1' } } };
     const member = memberPod('member-0', 'steady');
     (member.metadata as Doc).annotations = { 'kubedirector.hpe.com/configmeta': '{}', x: '1' };
-    for (const pod of [member, memberPod('member-1', 'steady'), { ...plain, spec: (member as Doc).spec }])
+    for (const pod of [
+      member,
+      // As submitted: the pod webhook's mutation adds an annotation (kubectl.kubernetes.io/default-container),
+      // and this pod must have none yet.
+      memberPod('member-1', 'steady', 'controller', { mutated: false }),
+      { ...plain, spec: (member as Doc).spec },
+    ])
       await kubectlOk(env, ['create', '-f', '-'], { namespace: apps, input: JSON.stringify(pod) });
   });
 
