@@ -32,13 +32,22 @@ export function sets(values: Record<string, string | number | boolean>): string[
   return Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
 }
 
+/**
+ * `helm template` of the chart. Without `tests`, the `helm test` hooks are left out (--skip-tests): they are
+ * not part of what an install applies (Argo CD skips them too), only of `helm test`.
+ */
 export async function helmTemplate(
   env: TestEnv,
   release: string,
   namespace: string,
   args: string[] = [],
+  o: { tests?: boolean } = {},
 ): Promise<{ docs: Doc[]; text: string }> {
-  const r = ok(await env.helm(['template', release, CHART, '--namespace', namespace, ...args]), 'helm template');
+  const skip = o.tests ? [] : ['--skip-tests'];
+  const r = ok(
+    await env.helm(['template', release, CHART, '--namespace', namespace, ...skip, ...args]),
+    'helm template',
+  );
   return { docs: parseDocs(r.stdout), text: r.stdout };
 }
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
+import { run } from '../support/processes.js';
 import { CHART, find, helmTemplate, one, sets, type Doc } from './chart-support.js';
 
 const env = useTestEnv();
@@ -56,10 +57,27 @@ describe('every pod-spec value changes what it names, in both Deployments', () =
       (dep) => expect(dep.spec.revisionHistoryLimit).toBe(2),
     ],
     [
-      'hostNetwork (with cluster DNS kept)',
+      'hostNetwork (with cluster DNS kept; no declared ports, which would be hostPorts a surge pod cannot get)',
       (c) => sets({ [`${c}.hostNetwork`]: true }),
+      (dep) => {
+        const pod = dep.spec.template.spec;
+        expect(pod).toMatchObject({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' });
+        const ctr = pod.containers[0];
+        expect(ctr.ports).toBeUndefined();
+        const port = dep.metadata.name.endsWith('-admission') ? 9443 : 8080;
+        for (const probe of [ctr.readinessProbe, ctr.livenessProbe, ctr.startupProbe].filter(Boolean))
+          expect(probe.httpGet.port).toBe(port);
+      },
+    ],
+    [
+      'bindAddress',
+      (c) => sets({ [`${c}.bindAddress`]: '127.0.0.1' }),
       (dep) =>
-        expect(dep.spec.template.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' }),
+        expect(dep.spec.template.spec.containers[0].args).toContain(
+          dep.metadata.name.endsWith('-admission')
+            ? '--bind-address=127.0.0.1'
+            : '--metrics-bind-address=127.0.0.1:8080',
+        ),
     ],
     [
       'podSecurityContext: the fixed ids unset (OpenShift assigns its own)',
@@ -495,5 +513,96 @@ describe('PrometheusRule and Grafana dashboard', () => {
     expect(
       [...adm].filter((n) => n.startsWith('kd_admission_process_') || n.startsWith('kd_admission_nodejs_')),
     ).toEqual([]);
+  });
+});
+
+describe('helm test: a Pod that asks the admission service for /readyz', () => {
+  const TEST_POD = `${FULL}-admission-test`;
+  const testPod = (docs: Doc[]) => one(docs, 'Pod', TEST_POD);
+  const envOf = (pod: Doc): Record<string, string> =>
+    Object.fromEntries(pod.spec.containers[0].env.map((e: Doc) => [e.name, e.value]));
+  /** Runs the pod's own `node -e` program here, with the pod's environment. */
+  const runTestPod = (pod: Doc) => {
+    const [ctr] = pod.spec.containers;
+    expect(ctr.command).toEqual(['/usr/local/bin/node', '-e']);
+    return run(process.execPath, ['-e', ctr.args[0]], { env: envOf(pod), timeoutMs: 30_000 });
+  };
+  const renderTests = (args: string[]) => helmTemplate(env, REL, NS, args, { tests: true });
+  let admission: RunningAdmission | undefined;
+
+  beforeAll(async () => {
+    await installCrds(env);
+    admission = await startAdmission(env);
+  }, 120_000);
+
+  afterAll(async () => {
+    await admission?.stop();
+  });
+
+  it('by default: a test hook on the admission image, the Service address, restricted, deleted once passed', async () => {
+    const { docs } = await renderTests(sets({ 'admission.tolerations[0].operator': 'Exists' }));
+    const pod = testPod(docs);
+    expect(pod.metadata.annotations).toEqual({
+      'helm.sh/hook': 'test',
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    });
+    expect(pod.spec.containers[0].image).toBe(container(docs, 'admission').image);
+    expect(pod.spec).toMatchObject({
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      tolerations: [{ operator: 'Exists' }],
+      securityContext: { runAsNonRoot: true },
+    });
+    expect(pod.spec.hostNetwork).toBeUndefined();
+    expect(pod.spec.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true });
+    expect(envOf(pod)).toEqual({ ADDRESS: `${FULL}-admission.${NS}.svc:443`, SCHEME: 'https' });
+  });
+
+  it('clientAuth: the plain probes port; url mode and tests.enabled=false: no test pod', async () => {
+    const { docs } = await renderTests([
+      ...sets({ 'admission.clientAuth.enabled': true }),
+      '--set-string',
+      `admission.clientAuth.caBundle=${env.info.webhookCaPem}`,
+    ]);
+    expect(envOf(testPod(docs))).toEqual({ ADDRESS: `${FULL}-admission.${NS}.svc:8081`, SCHEME: 'http' });
+    for (const args of [sets({ 'webhook.url': 'https://127.0.0.1:9443' }), sets({ 'tests.enabled': false })])
+      expect(find((await renderTests(args)).docs, 'Pod')).toEqual([]);
+  });
+
+  it('its program passes against a ready admission service (CA verified) and fails where none answers', async () => {
+    const onNode = (address: string) => [
+      ...sets({ 'tests.hostNetwork': true, 'tests.admissionAddress': address, 'certificates.mode': 'secret' }),
+      ...sets({
+        'certificates.secret.name': 'tls',
+        'webhook.caBundle': Buffer.from(env.info.webhookCaPem).toString('base64'),
+      }),
+    ];
+    const pod = testPod((await renderTests(onNode(`127.0.0.1:${admission!.port}`))).docs);
+    expect(pod.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' });
+    const passed = await runTestPod(pod);
+    expect(passed).toEqual({
+      code: 0,
+      stdout: `GET https://127.0.0.1:${admission!.port}/readyz: 200 ok\n`,
+      stderr: '',
+    });
+
+    const other = (await renderTests([...onNode('127.0.0.1:9'), ...sets({ 'webhook.caBundle': 'QUJD' })])).docs;
+    const refused = await runTestPod(testPod(other));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('GET https://127.0.0.1:9/readyz: connect ECONNREFUSED');
+  }, 60_000);
+
+  it('tests.admissionAddress must be host:port', async () => {
+    const r = await env.helm([
+      'template',
+      REL,
+      CHART,
+      '--namespace',
+      NS,
+      ...sets({ 'tests.admissionAddress': 'nope' }),
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("at '/tests/admissionAddress': 'nope' does not match pattern");
   });
 });

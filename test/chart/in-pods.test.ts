@@ -5,15 +5,16 @@
  * leads with its projected ServiceAccount token, and `helm upgrade` to rebuilt images rolls both
  * Deployments while admissions keep flowing, without one failing.
  *
- * This node has no kube-proxy and no pod network the API server can reach, so a Helm post-renderer adapts
- * the rendered manifests to it, and only that: host network on 127.0.0.1 (the new pod of a rolling update
- * binds beside the old one, SO_REUSEPORT; no declared ports, which would be hostPorts the scheduler
- * refuses to put twice on one node; net.ipv4.tcp_migrate_req=1 during the upgrade so connections queued on
- * the closing listener move to the new one), the webhooks' clientConfig as a url on 127.0.0.1 instead of the
- * Service, and KUBERNETES_SERVICE_HOST/PORT naming the API server's loopback address (what a cluster
- * without kube-proxy sets, as Cilium's k8sServiceHost does), and a startup probe that asks whether the
- * container's own process listens (an HTTP probe of 127.0.0.1 may reach the pod being replaced).
- * Everything else — RBAC, readiness and liveness probes, security context, strategy, the images — is the
+ * This node has no kube-proxy and no pod network the API server can reach. The chart's values put both
+ * services on the host network on 127.0.0.1 (no declared ports then: they would be hostPorts, which the
+ * scheduler refuses to place twice on one node; the new pod of a rolling update binds beside the old one,
+ * SO_REUSEPORT) and give them KUBERNETES_SERVICE_HOST/PORT naming the API server's loopback address (what a
+ * cluster without kube-proxy sets, as Cilium's k8sServiceHost does). A Helm post-renderer adds only what no
+ * value can say: the webhooks' clientConfig as a url on 127.0.0.1 instead of the Service (the chart's url
+ * mode renders no admission Deployment), and a startup probe that asks whether the container's own process
+ * listens (an HTTP probe of 127.0.0.1 may reach the pod being replaced). net.ipv4.tcp_migrate_req=1 during
+ * the upgrade moves connections queued on the closing listener to the new one. Everything else — RBAC,
+ * readiness and liveness probes, security context, strategy, the images, the `helm test` pod — is the
  * chart's.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -24,6 +25,7 @@ import { importImage } from '../controlplane/containerd.js';
 import { freePort } from '../controlplane/net.js';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { buildServiceImage, type BuiltServiceImage, serviceImageName } from '../../images/service-images.js';
+import { GUESTCONFIG_IMAGE } from '../images/base-images.js';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { createNamespace } from '../support/namespaces.js';
@@ -52,6 +54,7 @@ let postRenderer: string;
 let installed = false;
 
 const tagOf = (v: 'v1' | 'v2') => `0.1.0-inpods-${v}`;
+const serviceRepository = (s: 'admission' | 'reconciler') => serviceImageName(s, 'x').slice(0, -2);
 
 /**
  * `node -e` in the container: exits 0 once the container's own process (PID 1) has a socket listening on
@@ -65,8 +68,12 @@ const rows = ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((f) => { try { return f
 const listening = rows.map((r) => r.trim().split(/\\s+/)).some((c) => c[3] === '0A' && parseInt(c[1].split(':').pop(), 16) === P && own.has(c[9]));
 process.exit(listening ? 0 : 1);`;
 
-/** Adapts the rendered manifests to this node (see the file comment); a Helm post-renderer reads stdin. */
-function postRendererScript(apiPort: number, admissionPort: number): string {
+/**
+ * Adapts the rendered manifests to this node where the chart's values cannot (see the file comment): a
+ * startup probe that tells the container's own listener from the replaced pod's, and the webhooks called
+ * at a url on 127.0.0.1 (the chart's url mode renders no admission Deployment). A post-renderer reads stdin.
+ */
+function postRendererScript(admissionPort: number): string {
   const yamlModule = join(repoRoot, 'node_modules', 'yaml', 'dist', 'index.js');
   return `#!/usr/bin/env node
 import YAML from ${JSON.stringify(yamlModule)};
@@ -74,28 +81,12 @@ import { readFileSync } from 'node:fs';
 const docs = YAML.parseAllDocuments(readFileSync(0, 'utf8')).map((d) => d.toJSON()).filter(Boolean);
 for (const d of docs) {
   if (d.kind === 'Deployment') {
-    const pod = d.spec.template.spec;
-    pod.hostNetwork = true;
-    pod.dnsPolicy = 'ClusterFirstWithHostNet';
-    for (const c of pod.containers) {
-      // A declared port of a host-network pod is a hostPort, and the scheduler never puts two pods with the
-      // same hostPort on one node: the surge pod would stay Pending. Undeclared, probes name the number.
-      const byName = Object.fromEntries((c.ports ?? []).map((p) => [p.name, p.containerPort]));
-      for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
-        if (probe?.httpGet && typeof probe.httpGet.port === 'string') probe.httpGet.port = byName[probe.httpGet.port];
-      }
-      delete c.ports;
+    for (const c of d.spec.template.spec.containers) {
       const port = Number((c.args.find((a) => /^--(port|metrics-bind-address)=/.test(a)) ?? '').split(/[=:]/).pop());
       c.startupProbe = {
         exec: { command: ['/usr/local/bin/node', '-e', 'const P = ' + port + ';\\n' + ${JSON.stringify(OWN_LISTENER_CHECK)}] },
         periodSeconds: 1, timeoutSeconds: 10, failureThreshold: 120,
       };
-      c.args = (c.args ?? []).map((a) =>
-        a.replace(/^--bind-address=0\\.0\\.0\\.0$/, '--bind-address=127.0.0.1')
-         .replace(/^--metrics-bind-address=0\\.0\\.0\\.0:/, '--metrics-bind-address=127.0.0.1:'));
-      c.env = [...(c.env ?? []),
-        { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-        { name: 'KUBERNETES_SERVICE_PORT', value: '${apiPort}' }];
     }
   }
   if (d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration') {
@@ -220,18 +211,54 @@ beforeAll(async () => {
   );
   const admissionPort = await freePort();
   const apiPort = Number(new URL(env.info.server).port);
-  postRenderer = dir.file('post-render.mjs', postRendererScript(apiPort, admissionPort), 0o755);
+  postRenderer = dir.file('post-render.mjs', postRendererScript(admissionPort), 0o755);
   chmodSync(postRenderer, 0o755);
-  const toleration = [TEST_NODE_TOLERATION];
+  // Host network on loopback; the API server's loopback address as the in-cluster one (what a cluster
+  // without kube-proxy sets, as Cilium's k8sServiceHost does).
+  const onThisNode = {
+    hostNetwork: true,
+    bindAddress: '127.0.0.1',
+    tolerations: [TEST_NODE_TOLERATION],
+    extraEnv: [
+      { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+      { name: 'KUBERNETES_SERVICE_PORT', value: String(apiPort) },
+    ],
+  };
+  const sidecarRepository = GUESTCONFIG_IMAGE.slice(0, GUESTCONFIG_IMAGE.lastIndexOf(':'));
+  const sidecarTag = GUESTCONFIG_IMAGE.slice(GUESTCONFIG_IMAGE.lastIndexOf(':') + 1);
   valuesFile = dir.file(
     'values.json',
     JSON.stringify({
+      // The harness applied the CRDs on the shared control plane; Helm refuses to adopt CRDs it did not install.
+      crds: { install: false },
       certificates: { mode: 'secret', secret: { name: TLS_SECRET } },
-      webhook: { caBundle: Buffer.from(env.info.webhookCaPem).toString('base64'), timeoutSeconds: 10 },
+      webhook: {
+        caBundle: Buffer.from(env.info.webhookCaPem).toString('base64'),
+        timeoutSeconds: 10,
+        // The member pods' kd-guestconfig sidecar, imported into the node with its base images.
+        podWebhook: { image: { repository: sidecarRepository, tag: sidecarTag } },
+      },
       watchNamespaces: [apps],
-      image: { pullPolicy: 'Never' },
-      admission: { replicas: 1, port: admissionPort, tolerations: toleration, preStopSleepSeconds: 3 },
-      reconciler: { replicas: 1, metricsPort: await freePort(), tolerations: toleration },
+      // Full names: the sidecar's image is not under the service images' registry.
+      image: { pullPolicy: 'Never', registry: '' },
+      admission: {
+        replicas: 1,
+        image: { repository: serviceRepository('admission') },
+        ...onThisNode,
+        port: admissionPort,
+        preStopSleepSeconds: 3,
+        // After SIGTERM, answer for 2 s more with Connection: close, so the API server retires its kept-alive
+        // connections to the old pod on a response instead of racing a request against their close.
+        extraArgs: ['--shutdown-delay=2'],
+      },
+      reconciler: {
+        replicas: 1,
+        image: { repository: serviceRepository('reconciler') },
+        ...onThisNode,
+        metricsPort: await freePort(),
+      },
+      // helm test's pod asks the admission pod on the node's loopback (hooks are not post-rendered).
+      tests: { hostNetwork: true, admissionAddress: `127.0.0.1:${admissionPort}` },
     }),
   );
 }, 900_000);
@@ -360,6 +387,24 @@ describe('the chart with both services in pods on the node', () => {
     expect(v2digest).not.toBe(images.v1.find((i) => i.service === 'admission')!.digest);
   }, 400_000);
 
+  it('helm test: the test pod of the chart gets 200 from /readyz of the admission service', async () => {
+    const t0 = Date.now();
+    // No --logs: Helm fetches them after the hook-succeeded policy deleted the pod and then fails
+    // (helm/helm#9098). The pod exits 0 only on a 200; a failed one stays, and its log is shown here.
+    const r = await env.helm(['test', release, '--namespace', ns, '--timeout', '120s']);
+    figures['helm test, s'] = (Date.now() - t0) / 1000;
+    const log =
+      r.code === 0 ? '' : (await env.kubectl(['logs', `${fullname}-admission-test`], { namespace: ns })).stdout;
+    expect({ code: r.code, stdout: r.stdout, log }).toEqual({
+      code: 0,
+      stdout: expect.stringMatching(/TEST SUITE:\s+\S+-admission-test[\s\S]*Phase:\s+Succeeded/),
+      log: '',
+    });
+    // hook-succeeded: the passed test pod is gone, so `helm uninstall` has nothing of it to leave behind.
+    const left = await env.kubectl(['get', 'pod', `${fullname}-admission-test`], { namespace: ns });
+    expect(left.stderr).toContain('NotFound');
+  }, 180_000);
+
   it('helm uninstall leaves only the CRDs, the Secret we gave it and the digest key', async () => {
     const r = await env.helm(['uninstall', release, '--namespace', ns, '--wait']);
     expect(r.code).toBe(0);
@@ -371,7 +416,7 @@ describe('the chart with both services in pods on the node', () => {
     );
     const left = parseDocs(
       ok(
-        await env.kubectl(['get', 'deploy,svc,sa,role,rolebinding,lease,pdb,secret,configmap', '-o', 'yaml'], {
+        await env.kubectl(['get', 'deploy,svc,sa,role,rolebinding,lease,pdb,secret,configmap,pod', '-o', 'yaml'], {
           namespace: ns,
         }),
         'get leftovers',
@@ -386,6 +431,8 @@ describe('the chart with both services in pods on the node', () => {
       'mutatingwebhookconfiguration',
       'clusterrole',
       'clusterrolebinding',
+      'validatingadmissionpolicy',
+      'validatingadmissionpolicybinding',
     ]) {
       const names = ok(await env.kubectl(['get', kind, '-o', 'name'], { namespace: false }), kind).stdout;
       expect(names).not.toContain(fullname);

@@ -66,6 +66,8 @@ beforeAll(async () => {
   const values = dir.file(
     'values.json',
     JSON.stringify({
+      // The harness applied the CRDs; Helm refuses to adopt CRDs it did not install.
+      crds: { install: false },
       webhook: {
         url: `https://127.0.0.1:${await freePort()}`,
         caBundle: Buffer.from(env.info.webhookCaPem).toString('base64'),
