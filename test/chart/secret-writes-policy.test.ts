@@ -75,8 +75,6 @@ beforeAll(async () => {
       },
       watchNamespaces: [apps],
       reconciler: { replicas: 0 },
-      // The shared control plane's CRDs are the harness's; Helm refuses to adopt them.
-      crds: { install: false },
     }),
   );
   const r = await env.helm(['install', release, CHART, '--namespace', ns, '-f', values]);
