@@ -11,16 +11,24 @@ import { fileURLToPath } from 'node:url';
 import { buildStatus, type StatusInput } from '../src/cluster-status.js';
 import type { KDClusterStatus } from '../src/types.js';
 
-const README = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'kd-connections', 'README.md');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const README = join(ROOT, 'charts', 'kd-connections', 'README.md');
+/** The ConfigMap users merge into argocd-cm; test/gitops/argocd.test.ts installs it in a real Argo CD. */
+const EXAMPLE = join(ROOT, 'examples', 'gitops', 'argocd', 'argocd-cm-kdcluster-health.yaml');
 
-/** The Lua body of the health customization between the README's markers. */
-function snippet(): string {
+/** The YAML between the README's markers (`data:` and the customization). */
+function snippetBlock(): string {
   const text = readFileSync(README, 'utf8');
   const block = /<!-- argocd-health-lua: begin[^>]*-->\n```yaml\n([\s\S]*?)```\n<!-- argocd-health-lua: end -->/.exec(
     text,
   );
   if (!block) throw new Error(`${README}: no argocd-health-lua block`);
-  const lines = block[1]!.split('\n');
+  return block[1]!;
+}
+
+/** The Lua body of the health customization between the README's markers. */
+function snippet(): string {
+  const lines = snippetBlock().split('\n');
   const start = lines.findIndex((l) =>
     l.includes('resource.customizations.health.kubedirector.hpe.com_KubeDirectorCluster: |'),
   );
@@ -101,5 +109,11 @@ describe('the README Argo CD health check', () => {
   it('Degraded when Stalled: the user has to act', () => {
     const s = buildStatus({ ...base, connections: [{ kind: 'ConfigMap', name: 'model', state: 'Missing' }] });
     expect(health(cluster(s))).toEqual({ status: 'Degraded', message: 'Missing: configmap model: Missing' });
+  });
+
+  it('is the same check as examples/gitops/argocd/argocd-cm-kdcluster-health.yaml (the one real Argo CD runs)', () => {
+    const example = readFileSync(EXAMPLE, 'utf8');
+    const data = example.slice(example.indexOf('\ndata:\n') + 1);
+    expect(data).toBe(snippetBlock());
   });
 });

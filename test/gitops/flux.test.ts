@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { useTestEnv } from '../support/cluster.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
-import { startFlux, type RunningEngine } from '../support/gitops-engines.js';
+import { engineListeners, startFlux, type RunningEngine } from '../support/gitops-engines.js';
 import {
   CLUSTERS,
   CONNECTED,
@@ -23,6 +23,7 @@ import {
   createMemberPodsAndWaitDelivered,
   exampleTree,
   generators,
+  notebookWriters,
   waitNotebookSeesSparkDefaults,
   pick,
   readDocs,
@@ -120,6 +121,13 @@ afterAll(async () => {
 describe(`Flux (source-controller + kustomize-controller v1.9.6) drives the examples`, () => {
   let firstGenerators: Record<string, number>;
 
+  it('Flux listens on 127.0.0.1 only', () => {
+    const listeners = engineListeners(flux!);
+    for (const p of ['source-controller', 'kustomize-controller'])
+      expect(listeners.some((l) => l.startsWith(`${p} `))).toBe(true);
+    expect(listeners.filter((l) => !/ 127\.0\.0\.1:\d+$/.test(l))).toEqual([]);
+  });
+
   it('1. first sync: every layer Ready, everything applied by kustomize-controller, generators set by the webhook, configmeta delivered', async () => {
     const sha = commit(withInfra(exampleTree()), 'examples');
     const objects = fluxObjects(git.url);
@@ -184,12 +192,15 @@ describe(`Flux (source-controller + kustomize-controller v1.9.6) drives the exam
 
   it('3. a commit that adds a connection: applied, the webhook raises the generator exactly once, the pod gets the new configmeta', async () => {
     const before = await generators(env);
+    const since = new Date();
     const sha = commit(addNotebookConnection(tree), 'notebook: also spark-defaults');
     await eventually('applied', () => allApplied(sha), 120_000, 500);
     await waitNotebookSeesSparkDefaults(env);
     const after = await generators(env);
     expect(after.notebook).toBe(before.notebook! + 1);
     expect(after['training-cluster']).toBe(before['training-cluster']);
+    // The audit filter of test 2 does see this engine's writes: here it wrote the notebook.
+    expect(notebookWriters(env, since)).toContainEqual(expect.stringContaining('kustomize-controller'));
   }, 180_000);
 
   it("4. a commit with a forbidden connection: the layer reports the webhook's denial, nothing of it is applied; the fixing commit recovers", async () => {

@@ -13,7 +13,7 @@
  * any other manager that touched them first, e.g. helm creating the CRDs in the chart tests.
  */
 import { join } from 'node:path';
-import { ok, repoRoot, sleep, type RunResult } from './processes.js';
+import { eventually, ok, repoRoot, sleep, type RunResult } from './processes.js';
 
 export const CRD_DIR = join(repoRoot, 'charts', 'kd-connections', 'files', 'crds');
 export const CRD_NAMES = ['kubedirectorapps.kubedirector.hpe.com', 'kubedirectorclusters.kubedirector.hpe.com'];
@@ -35,12 +35,42 @@ export async function installCrds(target: KubectlRunner): Promise<RunResult> {
     await sleep(500 * attempt);
   }
   ok(applied, 'kubectl apply --server-side CRDs');
-  ok(
-    await target.kubectl(
-      ['wait', '--for=condition=Established', '--timeout=60s', ...CRD_NAMES.map((n) => `crd/${n}`)],
-      { namespace: false },
-    ),
-    'kubectl wait Established',
+  await waitEstablished(
+    target,
+    CRD_NAMES.map((n) => `crd/${n}`),
   );
   return applied;
+}
+
+/**
+ * Waits until every CRD that `kubectl get <what>` names (`crd/<name>` …, or `-f <dir>`) is Established.
+ * Not `kubectl wait --for=condition=Established`: on a CRD created a moment ago it fails at once with
+ * "status.conditions accessor error" when the API server has not written any condition yet.
+ */
+export async function waitEstablished(target: KubectlRunner, what: string[]): Promise<void> {
+  let pending: string[] = [];
+  await eventually(
+    `CRDs Established (${what.join(' ')})`,
+    async () => {
+      const r = ok(await target.kubectl(['get', ...what, '-o', 'json'], { namespace: false }), 'kubectl get CRDs');
+      const got = JSON.parse(r.stdout) as CrdList | Crd;
+      const crds = 'items' in got ? got.items : [got];
+      pending = crds
+        .filter((c) => !c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True'))
+        .map((c) => c.metadata.name);
+      return crds.length > 0 && pending.length === 0;
+    },
+    60_000,
+    250,
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}; not Established: ${pending.join(', ')}`);
+  });
+}
+
+interface Crd {
+  metadata: { name: string };
+  status?: { conditions?: { type: string; status: string }[] };
+}
+interface CrdList {
+  items: Crd[];
 }

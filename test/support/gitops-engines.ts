@@ -15,8 +15,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { binCacheDir } from '../controlplane/binaries.js';
+import { listeningAddresses } from '../controlplane/listening-sockets.js';
 import { freePort } from '../controlplane/net.js';
 import { ok, repoRoot, sleep, type RunResult } from './processes.js';
+import { waitEstablished } from './crds.js';
 
 export type GitopsBinary = 'source-controller' | 'kustomize-controller' | 'argocd';
 
@@ -50,15 +52,13 @@ export async function installEngineCrds(host: EngineHost, binary: GitopsBinary):
   const dir = join(binCacheDir(), `${binary}-crds`);
   const apply = ['apply', '--server-side', '--force-conflicts', '--field-manager=kd-connections-tests', '-f', dir];
   ok(await host.kubectl(apply, { namespace: false }), `apply ${binary} CRDs`);
-  ok(
-    await host.kubectl(['wait', '--for=condition=Established', '--timeout=60s', '-f', dir], { namespace: false }),
-    `${binary} CRDs Established`,
-  );
+  await waitEstablished(host, ['-f', dir]);
 }
 
 /** A Go engine process; its output is kept for failure messages. */
 export interface EngineProcess {
   readonly name: string;
+  readonly pid: number | undefined;
   output(): string;
   readonly exited: boolean;
   stop(): Promise<void>;
@@ -66,6 +66,9 @@ export interface EngineProcess {
 
 function startBinary(name: string, bin: string, args: string[], env: NodeJS.ProcessEnv): EngineProcess {
   const child: ChildProcess = spawn(bin, args, {
+    // As the engines' images start them (Argo CD's are symlinks to one binary): client-go's user agent,
+    // which the audit-log checks filter on, is named after argv[0].
+    argv0: name,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -85,6 +88,7 @@ function startBinary(name: string, bin: string, args: string[], env: NodeJS.Proc
   );
   return {
     name,
+    pid: child.pid,
     output: () => out,
     get exited() {
       return exited;
@@ -131,6 +135,11 @@ function engine(processes: EngineProcess[], cleanup: () => void): RunningEngine 
       cleanup();
     },
   };
+}
+
+/** Every TCP listener of the engine's processes, as `<process> <address>`. */
+export function engineListeners(e: RunningEngine): string[] {
+  return e.processes.flatMap((p) => (p.pid ? listeningAddresses(p.pid).map((a) => `${p.name} ${a}`) : []));
 }
 
 async function createNamespace(host: EngineHost, namespace: string): Promise<void> {

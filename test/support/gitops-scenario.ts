@@ -220,3 +220,13 @@ export function clusterWrites(env: TestEnv, userAgent: string, since: Date): Aud
     (e) => e.objectRef?.resource === 'kubedirectorclusters' && !/[?&]dryRun=/.test(e.requestURI),
   );
 }
+
+/**
+ * User agents of every write to the notebook kdcluster since `since`: proves that the user-agent filter
+ * of a "no writes" check does match the engine (client-go names the agent after argv[0]).
+ */
+export function notebookWriters(env: TestEnv, since: Date): string[] {
+  return clusterWrites(env, '', since)
+    .filter((e) => e.objectRef?.name === 'notebook')
+    .map((e) => e.userAgent ?? '');
+}

@@ -8,6 +8,7 @@
  */
 import { ok, sleep } from './processes.js';
 import type { TestEnv } from './cluster.js';
+import { waitEstablished } from './crds.js';
 
 const str = { type: 'string' };
 const int = { type: 'integer' };
@@ -150,10 +151,7 @@ export async function installKubeDirectorCrds(target: Pick<TestEnv, 'kubectl'>, 
     'apply KubeDirector-shaped CRDs',
   );
   const names = items.map((c) => `crd/${(c as { metadata: { name: string } }).metadata.name}`);
-  ok(
-    await target.kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...names], { namespace: false }),
-    'wait Established',
-  );
+  await waitEstablished(target, names);
   for (let i = 0; ; i++) {
     const r = await target.kubectl(['get', '--raw', '/openapi/v3/apis/kubedirector.hpe.com/v1beta1'], {
       namespace: false,
