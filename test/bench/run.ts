@@ -41,6 +41,7 @@ const { values } = parseArgs({
     'no-go-peer': { type: 'boolean', default: false },
     'admission-arg': { type: 'string', multiple: true, default: [] },
     ab: { type: 'string', multiple: true, default: [] },
+    rounds: { type: 'string' },
     render: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -60,6 +61,7 @@ if (values.help) {
   --no-pin              do not pin server and load generator to separate cores (taskset)
   --no-go-peer          leave the Go controller-runtime peer out of the admission sections (it is built on first use)
   --admission-arg ARG   extra flag for the admission service (repeatable), e.g. --admission-arg=--log-level=debug
+  --rounds N            full-load rounds of admission-direct (default: the scale's); more rounds, steadier medians
   --ab SPEC             another admission service measured side by side with the first (repeatable), for an A/B
                         in one run: name=NAME[,root=DIR][,node=NODE_FLAGS][,arg=FLAG;FLAG] — root: another checkout
                         (built) whose admission/dist runs; node: NODE_OPTIONS; arg: extra service flags
@@ -79,7 +81,13 @@ if (!(values.scale! in SCALES)) {
   console.error(`--scale must be one of ${Object.keys(SCALES).join(', ')}`);
   process.exit(2);
 }
-const scale: Scale = SCALES[values.scale as Scale['name']];
+const preset: Scale = SCALES[values.scale as Scale['name']];
+const rounds = values.rounds === undefined ? preset.direct.rounds : Number(values.rounds);
+if (!Number.isInteger(rounds) || rounds < 1) {
+  console.error('--rounds must be a whole number of at least 1');
+  process.exit(2);
+}
+const scale: Scale = { ...preset, direct: { ...preset.direct, rounds } };
 const only = values.only ? values.only.split(',').map((s) => s.trim()) : [...SECTIONS];
 for (const s of only)
   if (!(SECTIONS as readonly string[]).includes(s)) {
