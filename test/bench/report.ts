@@ -445,10 +445,34 @@ function renderVariants(d: DirectResult): string[] {
       `${v.answers.equal}/${v.answers.reviews}`,
     ]),
   ];
+  // Paired within a round (the two ran minutes apart at most): steadier than a ratio of medians on a busy machine.
+  const paired = (name: string) => {
+    const ratios: number[] = [];
+    for (const r of d.throughput.runs) {
+      if (r.target !== 'service') continue;
+      const v = d.throughput.runs.find((x) => x.target === `ab:${name}` && x.round === r.round);
+      if (v) ratios.push(v.cpuPerReviewUs / r.cpuPerReviewUs);
+    }
+    ratios.sort((a, b) => a - b);
+    const mid = ratios.length ? (ratios[(ratios.length - 1) >> 1]! + ratios[ratios.length >> 1]!) / 2 : NaN;
+    return {
+      median: round2(mid),
+      min: round2(ratios[0] ?? NaN),
+      max: round2(ratios[ratios.length - 1] ?? NaN),
+      n: ratios.length,
+    };
+  };
   return [
     '### A/B (admission variants in the same rounds)',
     '',
     `Service ÷ each variant, full load: ${d.variants!.map((v) => `${v.name} ${v.serviceRatio} (CPU per review ${v.name} ÷ service ${v.serviceCpuRatio})`).join(', ')}.`,
+    '',
+    `CPU per review, variant ÷ service paired round by round (median, range over the rounds): ${d
+      .variants!.map((v) => {
+        const p = paired(v.name);
+        return `${v.name} ${p.median} (${p.min}–${p.max}, ${p.n} rounds)`;
+      })
+      .join(', ')}.`,
     '',
     table(
       [
