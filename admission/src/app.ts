@@ -16,7 +16,6 @@ import { parseAdmissionReview } from './admission-review.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';
 import { discardRest, MAX_BODY_BYTES, parseJson, precheck, readBody } from './request-body.js';
 import type { NamespaceScope } from './namespace-scope.js';
-import { ReviewLogSampler } from './review-log-sampler.js';
 import { runWebhook, type Webhook, type WebhookDeps } from './webhook.js';
 
 export interface Readiness {
@@ -36,8 +35,6 @@ export interface AppOptions {
   /** True once shutdown began: every answer then carries `Connection: close`. */
   draining?: () => boolean;
   maxBodyBytes?: number;
-  /** Which review lines to write at info level; default: a ReviewLogSampler. */
-  reviewLog?: ReviewLogSampler;
 }
 
 export function createApp(opts: AppOptions): RequestListener {
@@ -46,7 +43,6 @@ export function createApp(opts: AppOptions): RequestListener {
   app.disable('etag');
   const draining = opts.draining ?? (() => false);
   const limit = opts.maxBodyBytes ?? MAX_BODY_BYTES;
-  const sampler = opts.reviewLog ?? new ReviewLogSampler();
 
   // During shutdown the API server must stop reusing our connections (kubernetes/kubernetes#127335).
   app.use((_req, res, next) => {
@@ -68,7 +64,7 @@ export function createApp(opts: AppOptions): RequestListener {
   });
 
   for (const webhook of opts.webhooks) {
-    app.post(webhook.path, (req, res) => serveReview(webhook, req, res, opts, limit, draining, sampler));
+    app.post(webhook.path, (req, res) => serveReview(webhook, req, res, opts, limit, draining));
     app.all(webhook.path, (req, res) => {
       res.setHeader('Allow', 'POST');
       text(res, 405, `method ${req.method} not allowed; POST an AdmissionReview`);
@@ -88,9 +84,7 @@ export function createApp(opts: AppOptions): RequestListener {
       const webhook = byPath.get(q < 0 ? url : url.slice(0, q));
       if (webhook) {
         if (draining()) res.setHeader('Connection', 'close');
-        serveReview(webhook, req, res, opts, limit, draining, sampler).catch((err: unknown) =>
-          unhandled(err, res, opts),
-        );
+        serveReview(webhook, req, res, opts, limit, draining).catch((err: unknown) => unhandled(err, res, opts));
         return;
       }
     }
@@ -125,7 +119,6 @@ async function serveReview(
   opts: AppOptions,
   limit: number,
   draining: () => boolean,
-  sampler: ReviewLogSampler,
 ): Promise<void> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
@@ -176,21 +169,16 @@ async function serveReview(
   const result: RequestResult = !d.allowed ? 'denied' : patchOps > 0 ? 'patched' : 'allowed';
   const latency = seconds();
   opts.metrics.observe(webhook.name, operation, result, latency);
-  // Denials always; passing reviews sampled per webhook and decision (every one at debug level).
-  const sampledOut =
-    result === 'denied' || opts.log.level === 'debug' ? 0 : sampler.take(`${webhook.name} ${operation} ${result}`);
-  if (sampledOut !== undefined)
-    opts.log.info('review', {
-      ...ident,
-      decision: result,
-      code: d.allowed ? undefined : (d.code ?? 403),
-      note: clip(d.note),
-      fields: d.fields,
-      patchOps,
-      warnings: d.warnings?.length ?? 0,
-      latencyMs: ms(latency),
-      ...(sampledOut > 0 ? { sampledOut } : {}),
-    });
+  opts.log.info('review', {
+    ...ident,
+    decision: result,
+    code: d.allowed ? undefined : (d.code ?? 403),
+    note: clip(d.note),
+    fields: d.fields,
+    patchOps,
+    warnings: d.warnings?.length ?? 0,
+    latencyMs: ms(latency),
+  });
   if (draining()) res.setHeader('Connection', 'close');
   sendJson(res, 200, outcome.review);
 }

@@ -126,12 +126,7 @@ export const ADMISSION_FLAGS = {
     default: false,
     help: 'run next to KubeDirector: its CRDs, validation only, no mutation (false: refuse to act when KubeDirector is found)',
   },
-  'log-level': {
-    type: 'string',
-    env: 'KD_LOG_LEVEL',
-    default: 'info',
-    help: 'debug, info, warn or error; info logs every denial and error, and passing reviews up to 100 per second of a kind, then 1 in 100 (debug: every review)',
-  },
+  'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
   'shutdown-delay': {
     type: 'duration',
     bareSeconds: true,
