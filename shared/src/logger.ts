@@ -27,10 +27,11 @@ export function parseLogLevel(v: string | undefined, fallback: LogLevel = 'info'
  * Writes lines to stdout in batches and off the event loop. On Linux a write to a pipe (a container's
  * stdout) blocks the process until the reader takes it, and one log line per admission review would be
  * one such write per review. Here lines collect for up to FLUSH_INTERVAL_MS (or FLUSH_BYTES) and leave
- * together in one asynchronous write (libuv thread pool). Flushing once per event-loop turn instead cost
- * the admission service a quarter of its CPU at full load: a thread-pool hand-off and a pipe write for
- * every few reviews (test/bench/results/2026-12-03-adm-ab.md). Whatever is pending when the process exits
- * is written synchronously, so process.exit() loses nothing.
+ * together in one asynchronous write (libuv thread pool). Flushing at every event-loop turn instead made
+ * one write (and one thread-pool hand-off) per two lines at 4,000 lines a second, against one per 32
+ * lines this way; the flush's write was 23 % of the admission service's CPU-profile samples at full load,
+ * 3 % this way (test/bench/results/2026-12-03-adm-prof-before.md, -after.md). Whatever is pending when
+ * the process exits is written synchronously, so process.exit() loses nothing.
  */
 const idleWaiters: (() => void)[] = [];
 let stdoutBusy = () => false;
