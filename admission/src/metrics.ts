@@ -20,6 +20,10 @@ export class AdmissionMetrics {
   readonly tlsConnectionsRecycled: Counter;
   readonly informerRestarts: Counter<'informer' | 'reason'>;
   private readonly cacheObjects: Gauge<'cache'>;
+  // Counted here and handed to prom-client on a scrape: its inc() hashes and validates the label object
+  // every time, nine times per review (a request and eight lookups). Label values come from closed sets.
+  private readonly requestCounts = new Map<string, Counted>();
+  private readonly lookupCounts = new Map<string, Counted>();
   private readonly ready: Gauge;
 
   constructor(
@@ -30,11 +34,15 @@ export class AdmissionMetrics {
     } = {},
   ) {
     const registers = [this.registry];
+    const requestCounts = this.requestCounts;
     this.requests = new Counter({
       name: 'kd_admission_requests_total',
       help: 'Admission requests by webhook, operation and result (allowed, patched, denied, rejected, error)',
       labelNames: ['webhook', 'operation', 'result'],
       registers,
+      collect() {
+        publish(this, requestCounts);
+      },
     });
     this.duration = new Histogram({
       name: 'kd_admission_request_duration_seconds',
@@ -43,11 +51,15 @@ export class AdmissionMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
+    const lookupCounts = this.lookupCounts;
     this.lookups = new Counter({
       name: 'kd_admission_lookups_total',
       help: 'Object lookups by kind and source (cache, live, live_not_found)',
       labelNames: ['kind', 'source'],
       registers,
+      collect() {
+        publish(this, lookupCounts);
+      },
     });
     this.tlsReloads = new Counter({
       name: 'kd_admission_tls_reloads_total',
@@ -96,7 +108,29 @@ export class AdmissionMetrics {
   }
 
   observe(webhook: string, operation: string, result: RequestResult, seconds: number): void {
-    this.requests.inc({ webhook, operation, result });
+    count(this.requestCounts, `${webhook} ${operation} ${result}`, { webhook, operation, result });
     this.duration.observe({ webhook }, seconds);
   }
+
+  /** One lookup answered by `source` (cache, live, live_not_found). */
+  lookup(kind: string, source: string): void {
+    count(this.lookupCounts, `${kind} ${source}`, { kind, source });
+  }
+}
+
+interface Counted {
+  labels: Record<string, string>;
+  n: number;
+}
+
+function count(counts: Map<string, Counted>, key: string, labels: Record<string, string>): void {
+  const c = counts.get(key);
+  if (c) c.n++;
+  else counts.set(key, { labels, n: 1 });
+}
+
+/** The counts so far as the counter's values (a scrape only; the counts only grow). */
+function publish(counter: Counter<string>, counts: Map<string, Counted>): void {
+  counter.reset();
+  for (const { labels, n } of counts.values()) counter.inc(labels, n);
 }

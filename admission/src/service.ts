@@ -100,7 +100,7 @@ export class AdmissionService implements CertificateSink {
       ready: () => this.readiness().ready,
     });
     const lookup = new CachedLookup(this.caches.stores, liveGet(this.client), (kind, source) =>
-      this.metrics.lookups.inc({ kind, source }),
+      this.metrics.lookup(kind, source),
     );
     const identity = opts.identity ?? defaultIdentity();
     this.guard = config.kubedirectorMode

@@ -4,8 +4,7 @@
  * allowed unchanged: the configuration decides what is sent, and refusing what we do not understand
  * would turn a configuration slip into an outage.
  */
-import { isDeepStrictEqual } from 'node:util';
-import type { AppLookup, PodDeliveryOptions, RuleOptions } from '@kd-connections/shared';
+import { jsonEqual, type AppLookup, type PodDeliveryOptions, type RuleOptions } from '@kd-connections/shared';
 import {
   toResponse,
   type AdmissionRequest,
@@ -114,14 +113,42 @@ function hasType(v: unknown, type: Shape[1]): boolean {
   }
 }
 
+/** A shape with its path split once, at load: splitting it on every review cost more than the check. */
+interface CompiledShape {
+  keys: { name: string; fan: boolean }[];
+  type: Shape[1];
+  required: boolean;
+}
+
+const compiled = new WeakMap<Shape[], CompiledShape[]>();
+
+function compile(shapes: Shape[]): CompiledShape[] {
+  let c = compiled.get(shapes);
+  if (!c) {
+    c = shapes.map(([path, type, required]) => ({
+      keys: path
+        .split('.')
+        .map((key) => (key.endsWith('[]') ? { name: key.slice(0, -2), fan: true } : { name: key, fan: false })),
+      type,
+      required: required === true,
+    }));
+    compiled.set(shapes, c);
+  }
+  return c;
+}
+
 /** The first field of `root` whose type is wrong, as a message; undefined when all are right. */
 function misshapen(prefix: string, root: unknown, shapes: Shape[]): string | undefined {
-  for (const [path, type, required] of shapes) {
+  for (const { keys, type, required } of compile(shapes)) {
+    // Without a `[]` on the path it reaches one value at most: follow it without building locations.
+    if (!keys.some((k) => k.fan)) {
+      let v: unknown = root;
+      for (const { name } of keys) v = isObject(v) ? v[name] : undefined;
+      if (v === undefined || v === null ? !required : hasType(v, type)) continue;
+    }
     // Every value the path reaches, with its printed location; `[]` fans out over array elements.
     let at: [string, unknown][] = [[prefix, root]];
-    for (const key of path.split('.')) {
-      const fan = key.endsWith('[]');
-      const name = fan ? key.slice(0, -2) : key;
+    for (const { name, fan } of keys) {
       const next: [string, unknown][] = [];
       for (const [where, v] of at) {
         if (!isObject(v)) continue;
@@ -192,7 +219,7 @@ function standDown(webhook: Webhook, request: AdmissionRequest, deps: WebhookDep
   const object = request.object as { metadata?: { deletionTimestamp?: unknown }; spec?: unknown } | undefined;
   const old = request.oldObject as { spec?: unknown } | undefined;
   if (!isObject(object) || object.metadata?.deletionTimestamp) return undefined;
-  if (request.operation === 'UPDATE' && isObject(old) && isDeepStrictEqual(object.spec, old.spec)) return undefined;
+  if (request.operation === 'UPDATE' && isObject(old) && jsonEqual(object.spec, old.spec)) return undefined;
   return reject(403, refusal);
 }
 

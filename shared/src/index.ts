@@ -10,6 +10,7 @@ export * from './validate-kdapp.js';
 export * from './generator.js';
 export * from './json-patch.js';
 export * from './canonical-json.js';
+export * from './json-equal.js';
 export * from './hash.js';
 export * from './connections-hash.js';
 export * from './annotation-size.js';

@@ -7,9 +7,9 @@
  */
 import { observeCluster, observeObject, selfConnectionMessage, type Verdict } from './classify-connection.js';
 import { connectionSets, type ConnectionSets } from './connection-sets.js';
-import { isDeepStrictEqual } from 'node:util';
 import type { FieldError, RuleResult } from './field-errors.js';
 import { generatorValueError } from './generator.js';
+import { jsonEqual } from './json-equal.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
 import { invalidObjectName } from './names.js';
 import { CONNECTION_LISTS, KIND_OF_LIST, type ConnectionList, type KDCluster } from './types.js';
@@ -38,7 +38,7 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
   }
   const oldSpec = operation === 'UPDATE' ? oldObject?.spec : undefined;
   // KubeDirector's shortcut: an update that leaves the spec alone (labels, annotations) has nothing to check.
-  if (operation === 'UPDATE' && oldSpec && isDeepStrictEqual(spec, oldSpec)) return { errors, warnings };
+  if (operation === 'UPDATE' && oldSpec && jsonEqual(spec, oldSpec)) return { errors, warnings };
 
   // The cluster's own app: required on create and when the app reference changes; otherwise a
   // missing app must not block an unrelated update, so it only warns.
@@ -144,7 +144,7 @@ export function lookupFreeErrors(review: ClusterReview): FieldError[] {
   const spec = object.spec;
   if (object.metadata?.deletionTimestamp || spec === undefined || spec === null || typeof spec !== 'object') return [];
   const oldSpec = operation === 'UPDATE' ? oldObject?.spec : undefined;
-  if (operation === 'UPDATE' && oldSpec && isDeepStrictEqual(spec, oldSpec)) return [];
+  if (operation === 'UPDATE' && oldSpec && jsonEqual(spec, oldSpec)) return [];
   const errors: FieldError[] = [];
   const self = object.metadata?.name ?? '';
   for (const list of CONNECTION_LISTS) {

@@ -21,8 +21,40 @@ import type { Scale } from './scale.js';
 import { median, round } from './stats.js';
 import { type RunningAdmission } from '../support/services.js';
 
-/** `go`: the controller-runtime peer (go-peer.ts), when it could be built and started. */
-export type Target = 'service' | BaselineKind | 'go';
+/**
+ * `go`: the controller-runtime peer (go-peer.ts), when it could be built and started; `ab:<name>`: an
+ * admission variant of an A/B (--ab).
+ */
+export type Target = 'service' | BaselineKind | 'go' | `ab:${string}`;
+
+/** An admission service variant for an A/B in one run: another checkout, other node flags, other flags. */
+export interface VariantSpec {
+  name: string;
+  /** A checkout (built) whose admission/dist/main.js runs instead of this one's. */
+  root?: string;
+  /** NODE_OPTIONS for it. */
+  node?: string;
+  /** Extra service flags. */
+  args: string[];
+}
+
+export interface Variant extends VariantSpec {
+  svc: RunningAdmission;
+}
+
+/** A variant's figures next to the service's, same rounds. */
+export interface VariantResult extends FullLoad {
+  name: string;
+  spec: VariantSpec;
+  /** variant ÷ minimal reviews per second, and minimal ÷ variant CPU per review. */
+  ratioToMinimal: number;
+  cpuRatioToMinimal: number;
+  /** service ÷ variant reviews per second, and variant ÷ service CPU per review (> 1: the service is ahead). */
+  serviceRatio: number;
+  serviceCpuRatio: number;
+  /** Its answers compared with the service's on the load and the denied reviews. */
+  answers: PeerCheck;
+}
 
 export interface ServerRun {
   target: Target;
@@ -67,7 +99,9 @@ export interface DirectResult {
     ratioToMinimal: number;
     cpuRatioToMinimal: number;
   };
-  rates: { rate: number; service: ServerRun; baseline: ServerRun; go?: ServerRun }[];
+  rates: { rate: number; service: ServerRun; baseline: ServerRun; go?: ServerRun; variants?: ServerRun[] }[];
+  /** The A/B variants (--ab), measured in the same rounds and at the same rates as the service. */
+  variants?: VariantResult[];
   rss: { serviceMiB: number; baselineMiB: number; goMiB?: number };
   /** The Go peer's answers compared with the service's, field by field, on the load and the denied reviews. */
   peerCheck?: PeerCheck;
@@ -136,9 +170,9 @@ interface Server {
   stats(): Promise<ServerStats>;
 }
 
-function serviceServer(svc: RunningAdmission): Server {
+function serviceServer(svc: RunningAdmission, target: Target = 'service'): Server {
   return {
-    target: 'service',
+    target,
     port: svc.port,
     async stats() {
       const text = await svc.metrics();
@@ -157,7 +191,7 @@ export async function admissionDirect(
   env: TestEnv,
   svc: RunningAdmission,
   scale: Scale['direct'],
-  opts: { pin: boolean; profile?: boolean; peer?: GoPeer; goError?: string },
+  opts: { pin: boolean; profile?: boolean; peer?: GoPeer; goError?: string; variants?: Variant[] },
 ): Promise<DirectResult> {
   const ca = env.info.webhookCaPem;
   const reviews = benchReviews(env.namespace);
@@ -198,8 +232,11 @@ export async function admissionDirect(
       stats: () => ask<ServerStats>(baselineProc, { cmd: 'stats', kind }, 'stats'),
     });
     const peer = opts.peer;
+    const variants = opts.variants ?? [];
+    const abTargets = variants.map((v) => `ab:${v.name}` as const);
     const servers: Partial<Record<Target, Server>> & Record<'service' | BaselineKind, Server> = {
       service: serviceServer(svc),
+      ...Object.fromEntries(variants.map((v) => [`ab:${v.name}`, serviceServer(v.svc, `ab:${v.name}`)])),
       baseline: bare('baseline'),
       minimal: bare('minimal'),
       ...(peer ? { go: { target: 'go' as const, port: peer.port, stats: () => peer.stats() } } : {}),
@@ -207,6 +244,13 @@ export async function admissionDirect(
     const peerCheck = peer
       ? await comparePeerAnswers([...reviews, ...deniedReviews(env.namespace)], svc.url, peer.url, ca)
       : undefined;
+    // A variant must give the service's answers, field by field, or its figures compare different work.
+    const variantChecks = new Map<string, PeerCheck>();
+    for (const v of variants) {
+      const check = await comparePeerAnswers([...reviews, ...deniedReviews(env.namespace)], svc.url, v.svc.url, ca);
+      variantChecks.set(v.name, check);
+      say(`admission A/B: ${v.name} answers equal to the service's: ${check.equal}/${check.reviews}`);
+    }
     if (peerCheck)
       say(`admission direct: go peer answers equal to the service's: ${peerCheck.equal}/${peerCheck.reviews}`);
     const tlsInfo = {
@@ -219,6 +263,7 @@ export async function admissionDirect(
         (await pin(svc.pid, 0)) &&
         (await pin(baselineProc.pid!, 0)) &&
         (!peer || (await pin(peer.pid, 0))) &&
+        (await Promise.all(variants.map((v) => pin(v.svc.pid, 0)))).every(Boolean) &&
         (await pin(worker.pid!, 1));
       pinned = ok ? { server: 0, loadGenerator: 1 } : false;
     }
@@ -244,7 +289,7 @@ export async function admissionDirect(
     // 3. Throughput: alternating rounds, each with a warm-up; the median round counts.
     const runs: ServerRun[] = [];
     for (let round = 1; round <= scale.rounds; round++) {
-      const targets: Target[] = ['service', 'baseline', 'minimal', ...(peer ? ['go' as const] : [])];
+      const targets: Target[] = ['service', ...abTargets, 'baseline', 'minimal', ...(peer ? ['go' as const] : [])];
       const order = round % 2 === 1 ? targets : [...targets].reverse();
       for (const t of order) {
         say(
@@ -273,12 +318,31 @@ export async function admissionDirect(
     for (const rate of scale.rates) {
       say(`admission direct: ${rate} reviews/s for ${scale.rateSec} s, service, go peer, then baseline`);
       const s = { ...(await load(servers.service, scale.rateSec, rate)), rate };
+      const vs: ServerRun[] = [];
+      for (const t of abTargets) vs.push({ ...(await load(servers[t]!, scale.rateSec, rate)), rate });
       const g = servers.go ? { ...(await load(servers.go, scale.rateSec, rate)), rate } : undefined;
       const b = { ...(await load(servers.baseline, scale.rateSec, rate)), rate };
-      rates.push({ rate, service: s, baseline: b, ...(g ? { go: g } : {}) });
+      rates.push({ rate, service: s, baseline: b, ...(g ? { go: g } : {}), ...(vs.length ? { variants: vs } : {}) });
     }
 
-    const all = [...runs, ...rates.flatMap((r) => [r.service, r.baseline, ...(r.go ? [r.go] : [])])];
+    const all = [
+      ...runs,
+      ...rates.flatMap((r) => [r.service, r.baseline, ...(r.go ? [r.go] : []), ...(r.variants ?? [])]),
+    ];
+    const variantResults: VariantResult[] = variants.map((v) => {
+      const { svc: _svc, ...spec } = v;
+      const a = agg(`ab:${v.name}`);
+      return {
+        name: v.name,
+        spec,
+        ...a,
+        ratioToMinimal: round(a.rps / minimal.rps),
+        cpuRatioToMinimal: round(minimal.cpuPerReviewUs / a.cpuPerReviewUs),
+        serviceRatio: round(service.rps / a.rps),
+        serviceCpuRatio: round(a.cpuPerReviewUs / service.cpuPerReviewUs),
+        answers: variantChecks.get(v.name)!,
+      };
+    });
     return {
       reviews: reviews.map((r) => ({ name: r.name, path: r.path.split('?')[0]!, bytes: Buffer.byteLength(r.body) })),
       meanReviewBytes: Math.round(reviews.reduce((n, r) => n + Buffer.byteLength(r.body), 0) / reviews.length),
@@ -304,6 +368,7 @@ export async function admissionDirect(
           : {}),
       },
       rates,
+      ...(variantResults.length ? { variants: variantResults } : {}),
       rss: {
         serviceMiB: round((await servers.service.stats()).rssBytes / 2 ** 20),
         baselineMiB: round((await servers.baseline.stats()).rssBytes / 2 ** 20),

@@ -3,7 +3,7 @@
  * each figure next to its target and to the baseline measured in the same run.
  */
 import type { ApiServerResult } from './admission-apiserver.js';
-import type { DirectResult, ServerRun } from './admission-direct.js';
+import type { DirectResult, ServerRun, VariantSpec } from './admission-direct.js';
 import type { MachineInfo } from './env.js';
 import type { FanoutResult } from './fanout.js';
 import type { InContainerResult } from './in-container.js';
@@ -28,6 +28,8 @@ export interface BenchReport {
   note?: string;
   /** Extra flags the admission service ran with (--admission-arg). */
   admissionArgs?: string[];
+  /** The admission variants of an A/B (--ab), measured next to the service. */
+  variants?: VariantSpec[];
   scale: Scale;
   machine: MachineInfo;
   loadAverageEnd?: number[];
@@ -411,6 +413,86 @@ function runRow(x: ServerRun, label: string): (string | number)[] {
   ];
 }
 
+/** The A/B: each variant next to the service (medians of the same rounds; p99 at the fixed rates). */
+function renderVariants(d: DirectResult): string[] {
+  const p99At = (rate: number, which: (r: DirectResult['rates'][number]) => ServerRun | undefined) => {
+    const r = d.rates.find((x) => x.rate === rate);
+    const run = r ? which(r) : undefined;
+    return run ? f(run.load.latencyMs.p99) : '–';
+  };
+  const rates = d.rates.map((r) => r.rate);
+  const rows: (string | number)[][] = [
+    [
+      'service (this checkout)',
+      '–',
+      d.throughput.service.rps,
+      f(d.throughput.service.cpuPerReviewUs),
+      d.throughput.ratioToMinimal,
+      round2(d.throughput.service.cpuPerReviewUs / d.throughput.minimal.cpuPerReviewUs),
+      ...rates.map((rate) => p99At(rate, (r) => r.service)),
+      '–',
+    ],
+    ...d.variants!.map((v, i) => [
+      `${v.name}`,
+      [v.spec.root ? `root ${v.spec.root}` : '', v.spec.node ? `NODE_OPTIONS ${v.spec.node}` : '', ...v.spec.args]
+        .filter(Boolean)
+        .join('; ') || '–',
+      v.rps,
+      f(v.cpuPerReviewUs),
+      v.ratioToMinimal,
+      round2(v.cpuPerReviewUs / d.throughput.minimal.cpuPerReviewUs),
+      ...rates.map((rate) => p99At(rate, (r) => r.variants?.[i])),
+      `${v.answers.equal}/${v.answers.reviews}`,
+    ]),
+  ];
+  // Paired within a round (the two ran minutes apart at most): steadier than a ratio of medians on a busy machine.
+  const paired = (name: string) => {
+    const ratios: number[] = [];
+    for (const r of d.throughput.runs) {
+      if (r.target !== 'service') continue;
+      const v = d.throughput.runs.find((x) => x.target === `ab:${name}` && x.round === r.round);
+      if (v) ratios.push(v.cpuPerReviewUs / r.cpuPerReviewUs);
+    }
+    ratios.sort((a, b) => a - b);
+    const mid = ratios.length ? (ratios[(ratios.length - 1) >> 1]! + ratios[ratios.length >> 1]!) / 2 : NaN;
+    return {
+      median: round2(mid),
+      min: round2(ratios[0] ?? NaN),
+      max: round2(ratios[ratios.length - 1] ?? NaN),
+      n: ratios.length,
+    };
+  };
+  return [
+    '### A/B (admission variants in the same rounds)',
+    '',
+    `Service ÷ each variant, full load: ${d.variants!.map((v) => `${v.name} ${v.serviceRatio} (CPU per review ${v.name} ÷ service ${v.serviceCpuRatio})`).join(', ')}.`,
+    '',
+    `CPU per review, variant ÷ service paired round by round (median, range over the rounds): ${d
+      .variants!.map((v) => {
+        const p = paired(v.name);
+        return `${v.name} ${p.median} (${p.min}–${p.max}, ${p.n} rounds)`;
+      })
+      .join(', ')}.`,
+    '',
+    table(
+      [
+        'admission',
+        'variant',
+        'reviews/s',
+        'CPU µs/review',
+        '÷ minimal (throughput)',
+        'CPU ÷ minimal',
+        ...rates.map((r) => `p99 ms at ${r}/s`),
+        'answers equal to the service',
+      ],
+      rows,
+    ),
+    '',
+  ];
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
 function renderDirect(d: DirectResult, s: SectionResult): string[] {
   const head = [
     'run',
@@ -459,11 +541,13 @@ function renderDirect(d: DirectResult, s: SectionResult): string[] {
       ...d.throughput.runs.map((x) => runRow(x, `full load, round ${x.round}`)),
       ...d.rates.flatMap((x) => [
         runRow(x.service, `${x.rate}/s`),
+        ...(x.variants ?? []).map((v) => runRow(v, `${x.rate}/s`)),
         ...(x.go ? [runRow(x.go, `${x.rate}/s`)] : []),
         runRow(x.baseline, `${x.rate}/s`),
       ]),
     ]),
     '',
+    ...(d.variants?.length ? renderVariants(d) : []),
     `RSS after the runs: service ${d.rss.serviceMiB} MiB, baseline ${d.rss.baselineMiB} MiB${d.rss.goMiB !== undefined ? `, Go peer ${d.rss.goMiB} MiB` : ''}.`,
     '',
   ];

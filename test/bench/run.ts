@@ -8,11 +8,11 @@
  * as failed and the others still run.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startControlPlane } from '../controlplane/controlplane.js';
-import { admissionDirect, seedAdmissionNamespace } from './admission-direct.js';
+import { admissionDirect, seedAdmissionNamespace, type Variant, type VariantSpec } from './admission-direct.js';
 import { admissionApiServer } from './admission-apiserver.js';
 import { benchEnv, loadAverage, machineInfo, say, timer } from './env.js';
 import { fanout } from './fanout.js';
@@ -40,6 +40,8 @@ const { values } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
     'no-go-peer': { type: 'boolean', default: false },
     'admission-arg': { type: 'string', multiple: true, default: [] },
+    ab: { type: 'string', multiple: true, default: [] },
+    rounds: { type: 'string' },
     render: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -59,6 +61,10 @@ if (values.help) {
   --no-pin              do not pin server and load generator to separate cores (taskset)
   --no-go-peer          leave the Go controller-runtime peer out of the admission sections (it is built on first use)
   --admission-arg ARG   extra flag for the admission service (repeatable), e.g. --admission-arg=--log-level=debug
+  --rounds N            full-load rounds of admission-direct (default: the scale's); more rounds, steadier medians
+  --ab SPEC             another admission service measured side by side with the first (repeatable), for an A/B
+                        in one run: name=NAME[,root=DIR][,node=NODE_FLAGS][,arg=FLAG;FLAG] — root: another checkout
+                        (built) whose admission/dist runs; node: NODE_OPTIONS; arg: extra service flags
   --render FILE.json    only rewrite the Markdown report of an earlier run from its JSON`);
   process.exit(0);
 }
@@ -75,7 +81,13 @@ if (!(values.scale! in SCALES)) {
   console.error(`--scale must be one of ${Object.keys(SCALES).join(', ')}`);
   process.exit(2);
 }
-const scale: Scale = SCALES[values.scale as Scale['name']];
+const preset: Scale = SCALES[values.scale as Scale['name']];
+const rounds = values.rounds === undefined ? preset.direct.rounds : Number(values.rounds);
+if (!Number.isInteger(rounds) || rounds < 1) {
+  console.error('--rounds must be a whole number of at least 1');
+  process.exit(2);
+}
+const scale: Scale = { ...preset, direct: { ...preset.direct, rounds } };
 const only = values.only ? values.only.split(',').map((s) => s.trim()) : [...SECTIONS];
 for (const s of only)
   if (!(SECTIONS as readonly string[]).includes(s)) {
@@ -92,6 +104,26 @@ const profDir = values['cpu-prof'] ? join(outDir, `${name}.profiles`) : undefine
 const logDir = values.logs ? join(outDir, `${name}.logs`) : undefined;
 if (logDir) mkdirSync(logDir, { recursive: true });
 
+/** `--ab name=NAME[,root=DIR][,node=FLAGS][,arg=FLAG;FLAG]`: the admission variants of an A/B. */
+const abSpecs: VariantSpec[] = values.ab.map((text) => {
+  const kv = new Map<string, string>();
+  for (const part of text.split(',')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) throw new Error(`--ab ${text}: expected key=value pairs separated by commas`);
+    kv.set(part.slice(0, eq).trim(), part.slice(eq + 1).trim());
+  }
+  const name = kv.get('name');
+  if (!name || !/^[a-z0-9-]+$/.test(name))
+    throw new Error(`--ab ${text}: name= (lower-case letters, digits, -) is required`);
+  const root = kv.get('root');
+  return {
+    name,
+    ...(root ? { root: resolve(root) } : {}),
+    ...(kv.get('node') ? { node: kv.get('node') } : {}),
+    args: (kv.get('arg') ?? '').split(';').filter((a) => a !== ''),
+  };
+});
+
 const total = timer();
 const report: BenchReport = {
   name,
@@ -100,6 +132,7 @@ const report: BenchReport = {
   command: `npm run bench -- ${commandArgs(process.argv.slice(2)).join(' ')}`.replace(/ -- $/, ''),
   note: values.note,
   admissionArgs: values['admission-arg'],
+  ...(abSpecs.length > 0 ? { variants: abSpecs } : {}),
   scale,
   machine: machineInfo(),
   sections: {},
@@ -144,6 +177,7 @@ say(`scale ${scale.name}, sections ${only.join(', ')}; ${report.machine.cores} c
 const cp = await startControlPlane({ log: (m) => say(`control plane: ${m}`) });
 let svc: RunningAdmission | undefined;
 let peer: GoPeer | undefined;
+const variants: Variant[] = [];
 try {
   if (wanted('admission-direct') || wanted('admission-apiserver'))
     await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
@@ -156,6 +190,7 @@ try {
   await section('memory', () => reconcilerMemory(cp, scale, logDir));
 } finally {
   await svc?.stop().catch(() => undefined);
+  for (const v of variants.splice(0)) await v.svc.stop().catch(() => undefined);
   await peer?.stop().catch(() => undefined);
   await cp.stop();
 }
@@ -180,6 +215,14 @@ async function admission(): Promise<void> {
     delete process.env.KD_BENCH_CPU_PROF_DIR;
   }
   const running = svc;
+  for (const spec of abSpecs) {
+    say(`admission A/B: starting variant ${spec.name}`);
+    const v = await startAdmission(env, [...values['admission-arg'], ...spec.args], {
+      ...(spec.root ? { root: spec.root } : {}),
+      ...(spec.node ? { env: { NODE_OPTIONS: spec.node } } : {}),
+    });
+    variants.push({ ...spec, svc: v });
+  }
   // The Go peer reads the same seeded namespace through its own informers; without it the sections still run.
   let goError: string | undefined;
   if (!values['no-go-peer'])
@@ -190,11 +233,18 @@ async function admission(): Promise<void> {
     });
   const goPeer = peer;
   await section('admission-direct', () =>
-    admissionDirect(env, running, scale.direct, { pin: !values['no-pin'], profile: !!profDir, peer: goPeer, goError }),
+    admissionDirect(env, running, scale.direct, {
+      pin: !values['no-pin'],
+      profile: !!profDir,
+      peer: goPeer,
+      goError,
+      variants,
+    }),
   );
   await section('admission-apiserver', () => admissionApiServer(cp, env, running, scale, goPeer));
   await svc.stop();
   svc = undefined;
+  for (const v of variants.splice(0)) await v.svc.stop();
   await peer?.stop();
   peer = undefined;
   if (profDir) report.profile = summarizeProfiles(profDir, 25);
