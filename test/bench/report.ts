@@ -7,9 +7,11 @@ import type { DirectResult, ServerRun } from './admission-direct.js';
 import type { MachineInfo } from './env.js';
 import type { FanoutResult } from './fanout.js';
 import type { InContainerResult } from './in-container.js';
-import type { MemoryResult } from './memory.js';
+import type { MemoryFigures, MemoryResult } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { Scale } from './scale.js';
+import { round } from './stats.js';
+import { RECONCILER_NODE_OPTIONS } from '@kd-connections/shared';
 
 export interface SectionResult {
   loadBefore: number[];
@@ -28,6 +30,8 @@ export interface BenchReport {
   note?: string;
   /** Extra flags the admission service ran with (--admission-arg). */
   admissionArgs?: string[];
+  /** NODE_OPTIONS every reconciler of the run had (the product's V8 flags unless KD_RECONCILER_NODE_OPTIONS replaced them). */
+  reconcilerNodeOptions?: string;
   scale: Scale;
   machine: MachineInfo;
   loadAverageEnd?: number[];
@@ -105,6 +109,11 @@ export function renderMarkdown(r: BenchReport): string {
   );
   if (r.note) out.push('', `Note: ${r.note}`);
   if (r.admissionArgs?.length) out.push('', `Admission service flags added: \`${r.admissionArgs.join(' ')}\``);
+  if (r.reconcilerNodeOptions !== undefined)
+    out.push(
+      '',
+      `Reconciler NODE_OPTIONS: ${r.reconcilerNodeOptions ? `\`${r.reconcilerNodeOptions}\`` : "none (Node's defaults)"}`,
+    );
   out.push('');
   out.push(
     `Machine: ${r.machine.cores} cores, ${r.machine.cpuModel}, ${r.machine.totalMemMiB} MiB, Node ${r.machine.node} (${r.machine.platform}). ` +
@@ -549,6 +558,98 @@ function renderMemory(m: MemoryResult, s: SectionResult): string[] {
     m.standbyAfterDelivery
       ? `Standby after delivery (a second reconciler, caches synced in ${m.standbyAfterDelivery.syncSeconds} s while every pod carries configmeta): RSS **${m.standbyAfterDelivery.rssMiB} MiB**, heap used ${m.standbyAfterDelivery.heapUsedMiB} MiB.`
       : `Standby after delivery not measured${m.standbyAfterDeliveryError ? `: ${m.standbyAfterDeliveryError}` : ''}.`,
+    '',
+    ...(m.reconcilerEnv ? [`Reconcilers' extra environment: \`${JSON.stringify(m.reconcilerEnv)}\`.`, ''] : []),
+    ...memoryTable(m),
+    ...(m.standbyVariants?.length
+      ? [
+          'The standby after delivery again, one process after the other in the same state, under other V8 flags (MiB):',
+          '',
+          table(
+            [
+              'variant',
+              'NODE_OPTIONS (environment)',
+              'RSS',
+              'heap total',
+              'heap used',
+              'external',
+              'new space committed',
+              'resident: malloc brk / anon / files',
+            ],
+            [
+              [
+                'as the product runs',
+                `\`${m.reconcilerEnv?.NODE_OPTIONS ?? m.reconcilerNodeOptions ?? RECONCILER_NODE_OPTIONS}\``,
+                ...variantCells(m.standbyAfterDelivery?.memory),
+              ],
+              ...m.standbyVariants.map((v) => [
+                v.name,
+                (v.nodeOptions ? `\`${v.nodeOptions}\`` : '(none: Node defaults)') +
+                  (v.env
+                    ? ` (${Object.entries(v.env)
+                        .map(([k, x]) => `\`${k}=${x}\``)
+                        .join(', ')})`
+                    : ''),
+                ...(v.error ? [v.error.split('\n')[0]!, '', '', '', '', ''] : variantCells(v.memory)),
+              ]),
+            ],
+          ),
+          '',
+        ]
+      : []),
+  ];
+}
+
+const variantCells = (x: MemoryFigures | undefined) =>
+  x
+    ? [
+        x.rss,
+        x.heapTotal,
+        x.heapUsed,
+        x.external,
+        x.spaces.new?.size ?? '–',
+        x.mappings ? `${x.mappings.brk} / ${x.mappings.anon} / ${x.mappings.file}` : '–',
+      ]
+    : ['–', '–', '–', '–', '–', '–'];
+
+/** process.memoryUsage()'s figures and the V8 heap spaces at each point measured, in MiB. */
+function memoryTable(m: MemoryResult): string[] {
+  const points: [string, MemoryFigures | undefined][] = [
+    ['standby', m.standby.memory],
+    ['leading, quiet', m.leading?.memory],
+    [`leading, ${m.leading?.settleSeconds ?? '?'} s later`, m.leading?.settledMemory],
+    ['standby after delivery', m.standbyAfterDelivery?.memory],
+  ];
+  const have = points.filter((p): p is [string, MemoryFigures] => p[1] !== undefined);
+  if (have.length === 0) return [];
+  const spaces = [...new Set(have.flatMap(([, x]) => Object.keys(x.spaces)))].filter((s) =>
+    have.some(([, x]) => (x.spaces[s]?.size ?? 0) >= 1),
+  );
+  return [
+    'Where the memory is (MiB; RSS and heap from process.memoryUsage(), per V8 space committed / used):',
+    '',
+    table(
+      [
+        'point',
+        'RSS',
+        'heap total',
+        'heap used',
+        'external',
+        'RSS − heap total − external',
+        ...spaces,
+        'resident: malloc brk / anon / files',
+      ],
+      have.map(([name, x]) => [
+        name,
+        x.rss,
+        x.heapTotal,
+        x.heapUsed,
+        x.external,
+        round(x.rss - x.heapTotal - x.external),
+        ...spaces.map((s) => (x.spaces[s] ? `${x.spaces[s].size} / ${x.spaces[s].used}` : '–')),
+        x.mappings ? `${x.mappings.brk} / ${x.mappings.anon} / ${x.mappings.file}` : '–',
+      ]),
+    ),
     '',
   ];
 }

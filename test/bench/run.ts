@@ -23,6 +23,7 @@ import { summarizeProfiles } from './profile.js';
 import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
 import { SCALES, type Scale } from './scale.js';
 import { installCrds } from '../support/crds.js';
+import { RECONCILER_NODE_OPTIONS } from '@kd-connections/shared';
 import { type RunningAdmission, startAdmission } from '../support/services.js';
 
 const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'in-container', 'memory'] as const;
@@ -40,6 +41,9 @@ const { values } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
     'no-go-peer': { type: 'boolean', default: false },
     'admission-arg': { type: 'string', multiple: true, default: [] },
+    'reconciler-node-options': { type: 'string' },
+    'heap-snapshot': { type: 'string' },
+    'standby-variant': { type: 'string', multiple: true, default: [] },
     render: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -59,6 +63,12 @@ if (values.help) {
   --no-pin              do not pin server and load generator to separate cores (taskset)
   --no-go-peer          leave the Go controller-runtime peer out of the admission sections (it is built on first use)
   --admission-arg ARG   extra flag for the admission service (repeatable), e.g. --admission-arg=--log-level=debug
+  --reconciler-node-options OPTS  NODE_OPTIONS of the memory section's reconcilers (an A/B of V8 flags);
+                        KD_RECONCILER_NODE_OPTIONS=OPTS in the environment replaces the product's flags
+                        for every reconciler of the run (empty: Node's defaults)
+  --standby-variant 'NAME|OPTS[|K=V,...]'  one more standby after delivery with NODE_OPTIONS=OPTS (may be
+                        empty) and more environment (repeatable)
+  --heap-snapshot DIR   write heap snapshots of the memory section's reconcilers (leader when settled, standby after delivery) to DIR
   --render FILE.json    only rewrite the Markdown report of an earlier run from its JSON`);
   process.exit(0);
 }
@@ -100,6 +110,7 @@ const report: BenchReport = {
   command: `npm run bench -- ${commandArgs(process.argv.slice(2)).join(' ')}`.replace(/ -- $/, ''),
   note: values.note,
   admissionArgs: values['admission-arg'],
+  reconcilerNodeOptions: process.env.KD_RECONCILER_NODE_OPTIONS ?? RECONCILER_NODE_OPTIONS,
   scale,
   machine: machineInfo(),
   sections: {},
@@ -153,7 +164,22 @@ try {
   }
   await section('fanout', () => fanout(cp, scale, logDir));
   await section('in-container', () => inContainer(cp, scale));
-  await section('memory', () => reconcilerMemory(cp, scale, logDir));
+  await section('memory', () =>
+    reconcilerMemory(cp, scale, logDir, {
+      ...(values['heap-snapshot'] ? { heapSnapshotDir: values['heap-snapshot'] } : {}),
+      standbyVariants: values['standby-variant'].map((v) => {
+        const [name = v, nodeOptions = '', env = ''] = v.split('|');
+        return {
+          name,
+          nodeOptions,
+          ...(env ? { env: Object.fromEntries(env.split(',').map((kv) => kv.split('=', 2) as [string, string])) } : {}),
+        };
+      }),
+      ...(values['reconciler-node-options'] !== undefined
+        ? { reconcilerEnv: { NODE_OPTIONS: values['reconciler-node-options'] } }
+        : {}),
+    }),
+  );
 } finally {
   await svc?.stop().catch(() => undefined);
   await peer?.stop().catch(() => undefined);
