@@ -25,7 +25,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { RECONCILER_NODE_OPTIONS } from '@kd-connections/shared';
 import { dirname, join } from 'node:path';
 import { goArch, type ImageSpec, writeOciArchive } from '../test/images/oci-image.js';
 import { debianPackage, type ImageInputs, nodeTarball, readInputs } from './image-inputs.js';
@@ -71,11 +70,7 @@ export function serviceImageSpec(service: Service, id: ImageIdentity): ImageSpec
     entrypoint: [NODE_PATH, `${service}/dist/main.js`],
     workingDir: APP_DIR,
     user: `${IMAGE_UID}:${IMAGE_UID}`,
-    env: [
-      'PATH=/usr/local/bin:/usr/bin:/bin',
-      'NODE_ENV=production',
-      ...(service === 'reconciler' ? [`NODE_OPTIONS=${RECONCILER_NODE_OPTIONS}`] : []),
-    ],
+    env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
     exposedPorts: PORTS[service],
     labels: {
       'org.opencontainers.image.title': `kd-connections-${service}`,

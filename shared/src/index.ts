@@ -36,4 +36,3 @@ export * from './flags.js';
 export * from './kubedirector-presence.js';
 export * from './k8s/kubedirector-guard.js';
 export * from './guestconfig-sidecar-program.js';
-export * from './reconciler-node-options.js';

@@ -8,7 +8,6 @@
  */
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RECONCILER_NODE_OPTIONS } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { apply, configMap, kdApp } from '../support/kd-objects.js';
 import { benchEnv, say, timer } from './env.js';
@@ -82,7 +81,7 @@ export interface MemoryResult {
     env?: Record<string, string>;
     error?: string;
   } & Partial<StandbyFigures>)[];
-  /** KD_RECONCILER_NODE_OPTIONS of the run (replaces the product's V8 flags for every reconciler), when set. */
+  /** Runs of the A/B (2026-12-03-rss-ab-*): KD_RECONCILER_NODE_OPTIONS, the reconcilers' NODE_OPTIONS then. */
   reconcilerNodeOptions?: string;
   /** The reconcilers' extra environment, when the run set one. */
   reconcilerEnv?: NodeJS.ProcessEnv;
@@ -162,7 +161,7 @@ export async function reconcilerMemory(
   const snapshotEnv = opts.heapSnapshotDir
     ? {
         NODE_OPTIONS:
-          `${opts.reconcilerEnv?.NODE_OPTIONS ?? process.env.KD_RECONCILER_NODE_OPTIONS ?? RECONCILER_NODE_OPTIONS} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.heapSnapshotDir}`.trim(),
+          `${opts.reconcilerEnv?.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.heapSnapshotDir}`.trim(),
       }
     : {};
   const recEnv = { ...opts.reconcilerEnv, ...snapshotEnv };
@@ -293,9 +292,6 @@ export async function reconcilerMemory(
       ...(standbyAfterDelivery ? { standbyAfterDelivery } : {}),
       ...(standbyAfterDeliveryError ? { standbyAfterDeliveryError } : {}),
       ...(opts.reconcilerEnv ? { reconcilerEnv: opts.reconcilerEnv } : {}),
-      ...(process.env.KD_RECONCILER_NODE_OPTIONS !== undefined
-        ? { reconcilerNodeOptions: process.env.KD_RECONCILER_NODE_OPTIONS }
-        : {}),
       ...(snapshot || leaderSnapshot
         ? { heapSnapshots: { standbyAfterDelivery: snapshot, leader: leaderSnapshot } }
         : {}),

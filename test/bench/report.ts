@@ -11,7 +11,6 @@ import type { MemoryFigures, MemoryResult } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { Scale } from './scale.js';
 import { round } from './stats.js';
-import { RECONCILER_NODE_OPTIONS } from '@kd-connections/shared';
 
 export interface SectionResult {
   loadBefore: number[];
@@ -30,7 +29,7 @@ export interface BenchReport {
   note?: string;
   /** Extra flags the admission service ran with (--admission-arg). */
   admissionArgs?: string[];
-  /** NODE_OPTIONS every reconciler of the run had (the product's V8 flags unless KD_RECONCILER_NODE_OPTIONS replaced them). */
+  /** NODE_OPTIONS of the run's reconcilers, when set (--reconciler-node-options; KD_RECONCILER_NODE_OPTIONS in the A/B runs). */
   reconcilerNodeOptions?: string;
   scale: Scale;
   machine: MachineInfo;
@@ -578,8 +577,10 @@ function renderMemory(m: MemoryResult, s: SectionResult): string[] {
             ],
             [
               [
-                'as the product runs',
-                `\`${m.reconcilerEnv?.NODE_OPTIONS ?? m.reconcilerNodeOptions ?? RECONCILER_NODE_OPTIONS}\``,
+                "the run's reconcilers",
+                m.reconcilerEnv?.NODE_OPTIONS || m.reconcilerNodeOptions
+                  ? `\`${m.reconcilerEnv?.NODE_OPTIONS || m.reconcilerNodeOptions}\``
+                  : '(none: Node defaults)',
                 ...variantCells(m.standbyAfterDelivery?.memory),
               ],
               ...m.standbyVariants.map((v) => [

@@ -23,7 +23,6 @@ import { summarizeProfiles } from './profile.js';
 import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
 import { SCALES, type Scale } from './scale.js';
 import { installCrds } from '../support/crds.js';
-import { RECONCILER_NODE_OPTIONS } from '@kd-connections/shared';
 import { type RunningAdmission, startAdmission } from '../support/services.js';
 
 const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'in-container', 'memory'] as const;
@@ -63,9 +62,7 @@ if (values.help) {
   --no-pin              do not pin server and load generator to separate cores (taskset)
   --no-go-peer          leave the Go controller-runtime peer out of the admission sections (it is built on first use)
   --admission-arg ARG   extra flag for the admission service (repeatable), e.g. --admission-arg=--log-level=debug
-  --reconciler-node-options OPTS  NODE_OPTIONS of the memory section's reconcilers (an A/B of V8 flags);
-                        KD_RECONCILER_NODE_OPTIONS=OPTS in the environment replaces the product's flags
-                        for every reconciler of the run (empty: Node's defaults)
+  --reconciler-node-options OPTS  NODE_OPTIONS of the memory section's reconcilers (an A/B of V8 flags)
   --standby-variant 'NAME|OPTS[|K=V,...]'  one more standby after delivery with NODE_OPTIONS=OPTS (may be
                         empty) and more environment (repeatable)
   --heap-snapshot DIR   write heap snapshots of the memory section's reconcilers (leader when settled, standby after delivery) to DIR
@@ -110,7 +107,7 @@ const report: BenchReport = {
   command: `npm run bench -- ${commandArgs(process.argv.slice(2)).join(' ')}`.replace(/ -- $/, ''),
   note: values.note,
   admissionArgs: values['admission-arg'],
-  reconcilerNodeOptions: process.env.KD_RECONCILER_NODE_OPTIONS ?? RECONCILER_NODE_OPTIONS,
+  reconcilerNodeOptions: values['reconciler-node-options'],
   scale,
   machine: machineInfo(),
   sections: {},

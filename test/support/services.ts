@@ -11,7 +11,6 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RECONCILER_NODE_OPTIONS } from '@kd-connections/shared';
 import { freePort } from '../controlplane/net.js';
 import type { ControlPlaneInfo } from '../controlplane/controlplane.js';
 import { metricSum } from './prometheus-text.js';
@@ -171,15 +170,7 @@ export async function startReconciler(host: ServiceHost, o: ReconcilerOptions = 
       ...scoped,
       ...(o.args ?? []),
     ],
-    // The V8 flags the image runs it with, unless the caller chose NODE_OPTIONS, or KD_RECONCILER_NODE_OPTIONS
-    // replaces them for every reconciler of the run (a benchmark A/B: empty runs Node's defaults).
-    {
-      NODE_OPTIONS: [process.env.NODE_OPTIONS, process.env.KD_RECONCILER_NODE_OPTIONS ?? RECONCILER_NODE_OPTIONS]
-        .filter(Boolean)
-        .join(' '),
-      ...o.env,
-      KUBECONFIG: '',
-    },
+    { ...o.env, KUBECONFIG: '' },
     o,
   );
   const metric = async (name: string, labels: Record<string, string> = {}) => {
