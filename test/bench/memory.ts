@@ -27,14 +27,7 @@ const LEASE = 'kd-connections-reconciler';
 const SETTLE_MS = 20_000;
 
 /** A MemoryBreakdown in MiB. */
-export interface MemoryFigures {
-  rss: number;
-  heapTotal: number;
-  heapUsed: number;
-  external: number;
-  spaces: Record<string, { size: number; used: number }>;
-  mappings?: { brk: number; anon: number; file: number; other: number };
-}
+export type MemoryFigures = MemoryBreakdown;
 
 export interface MemoryOptions {
   /** Where to write heap snapshots of the leader (when settled) and of the standby after delivery. */
