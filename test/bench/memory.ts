@@ -6,13 +6,19 @@
  * it goes quiet, and after SETTLE_MS more (V8 gives back the heap the burst grew only once allocation
  * has been low for a while: right after the burst, part of the heap is garbage not yet collected).
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { apply, configMap, kdApp } from '../support/kd-objects.js';
 import { benchEnv, say, timer } from './env.js';
 import { sleep } from '../support/processes.js';
-import { counters, createClustersAndPods, waitQuiet, type ReconcilerCounters } from './reconciler-probes.js';
+import {
+  counters,
+  createClustersAndPods,
+  waitQuiet,
+  type MemoryBreakdown,
+  type ReconcilerCounters,
+} from './reconciler-probes.js';
 import type { Scale } from './scale.js';
 import { round } from './stats.js';
 import { type ReconcilerProcess, startReconciler } from '../support/services.js';
@@ -20,12 +26,24 @@ import { type ReconcilerProcess, startReconciler } from '../support/services.js'
 const LEASE = 'kd-connections-reconciler';
 const SETTLE_MS = 20_000;
 
+/** A MemoryBreakdown in MiB. */
+export type MemoryFigures = MemoryBreakdown;
+
+export interface MemoryOptions {
+  /** Where to write heap snapshots of the leader (when settled) and of the standby after delivery. */
+  heapSnapshotDir?: string;
+  /** More standbys after delivery, each with its own NODE_OPTIONS (an A/B of V8 flags in one run). */
+  standbyVariants?: { name: string; nodeOptions: string; env?: Record<string, string> }[];
+  /** Extra environment of every reconciler of this section (e.g. NODE_OPTIONS for an A/B). */
+  reconcilerEnv?: NodeJS.ProcessEnv;
+}
+
 export interface MemoryResult {
   clusters: number;
   pods: number;
   create: { seconds: number; objectsPerSecond: number };
   /** Caches synced, not leading (no work done): the cost of the caches. */
-  standby: { syncSeconds: number; rssMiB: number; heapUsedMiB: number };
+  standby: StandbyFigures;
   /** Leading: every pod written once, status everywhere. Absent when the deadline passed first. */
   leading?: {
     deliverySeconds: number;
@@ -35,9 +53,11 @@ export interface MemoryResult {
     /** When the last write was 3 s ago. */
     rssMiB: number;
     heapUsedMiB: number;
+    memory?: MemoryFigures;
     /** SETTLE_MS later, nothing having happened. */
     settledRssMiB: number;
     settledHeapUsedMiB: number;
+    settledMemory?: MemoryFigures;
     settleSeconds: number;
     completed: boolean;
   };
@@ -45,12 +65,52 @@ export interface MemoryResult {
    * A second reconciler started as a standby once every pod carries configmeta (the first one leads):
    * the cost of the caches in the state a cluster is in most of the time.
    */
-  standbyAfterDelivery?: { syncSeconds: number; rssMiB: number; heapUsedMiB: number };
+  standbyAfterDelivery?: StandbyFigures;
   standbyAfterDeliveryError?: string;
+  /** The standby after delivery again under other NODE_OPTIONS (MemoryOptions.standbyVariants). */
+  standbyVariants?: ({
+    name: string;
+    nodeOptions: string;
+    env?: Record<string, string>;
+    error?: string;
+  } & Partial<StandbyFigures>)[];
+  /** Runs of the A/B (2026-12-03-rss-ab-*): KD_RECONCILER_NODE_OPTIONS, the reconcilers' NODE_OPTIONS then. */
+  reconcilerNodeOptions?: string;
+  /** The reconcilers' extra environment, when the run set one. */
+  reconcilerEnv?: NodeJS.ProcessEnv;
+  /** Heap snapshots written: of the leader when settled, of the standby after delivery. */
+  heapSnapshots?: { leader?: string; standbyAfterDelivery?: string };
+}
+
+export interface StandbyFigures {
+  syncSeconds: number;
+  rssMiB: number;
+  heapUsedMiB: number;
+  memory?: MemoryFigures;
+}
+
+function figures(m: MemoryBreakdown): MemoryFigures {
+  return {
+    rss: mib(m.rss),
+    heapTotal: mib(m.heapTotal),
+    heapUsed: mib(m.heapUsed),
+    external: mib(m.external),
+    spaces: Object.fromEntries(Object.entries(m.spaces).map(([k, v]) => [k, { size: mib(v.size), used: mib(v.used) }])),
+    ...(m.mappings
+      ? {
+          mappings: {
+            brk: mib(m.mappings.brk),
+            anon: mib(m.mappings.anon),
+            file: mib(m.mappings.file),
+            other: mib(m.mappings.other),
+          },
+        }
+      : {}),
+  };
 }
 
 /** Waits for /readyz, lets the initial lists settle, and samples RSS (the last of five samples, 1 s apart). */
-async function standbyFigures(rec: ReconcilerProcess): Promise<MemoryResult['standby']> {
+async function standbyFigures(rec: ReconcilerProcess): Promise<StandbyFigures> {
   const ts = timer();
   for (;;) {
     const r = await fetch(`http://127.0.0.1:${rec.port}/readyz`).catch(() => undefined);
@@ -66,12 +126,38 @@ async function standbyFigures(rec: ReconcilerProcess): Promise<MemoryResult['sta
     c = await counters(rec);
   }
   if (c.podWrites + c.statusWrites > 0) throw new Error('the standby reconciler wrote; the Lease did not hold it');
-  return { syncSeconds, rssMiB: mib(c.rssBytes), heapUsedMiB: mib(c.heapUsedBytes) };
+  return { syncSeconds, rssMiB: mib(c.rssBytes), heapUsedMiB: mib(c.heapUsedBytes), memory: figures(c.memory) };
 }
 
 const mib = (b: number) => round(b / 2 ** 20);
 
-export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: string): Promise<MemoryResult> {
+/** Sends SIGUSR2 (the reconciler runs with --heapsnapshot-signal) and waits for the file to be written. */
+async function heapSnapshot(rec: ReconcilerProcess, dir: string): Promise<string | undefined> {
+  const before = new Set(existsSync(dir) ? readdirSync(dir) : []);
+  rec.signal('SIGUSR2');
+  const t = timer();
+  while (t() < 180_000) {
+    await sleep(1000);
+    const made = readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    // The reconciler answers /metrics again once the (synchronous) snapshot is written.
+    if (made.length > 0 && (await counters(rec).catch(() => undefined))) return join(dir, made[0]!);
+  }
+  return undefined;
+}
+
+export async function reconcilerMemory(
+  cp: ControlPlane,
+  scale: Scale,
+  logDir?: string,
+  opts: MemoryOptions = {},
+): Promise<MemoryResult> {
+  const snapshotEnv = opts.heapSnapshotDir
+    ? {
+        NODE_OPTIONS:
+          `${opts.reconcilerEnv?.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.heapSnapshotDir}`.trim(),
+      }
+    : {};
+  const recEnv = { ...opts.reconcilerEnv, ...snapshotEnv };
   const s = scale.memory;
   const env = await benchEnv(cp, 'bench-memory');
   const ns = env.namespace;
@@ -103,7 +189,7 @@ export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: 
   const createSec = tc() / 1000;
   say(`memory: created ${made.clusters + made.pods} objects in ${round(createSec)} s`);
 
-  const rec: ReconcilerProcess = await startReconciler(env, { identity: 'bench-memory' });
+  const rec: ReconcilerProcess = await startReconciler(env, { identity: 'bench-memory', env: recEnv });
   try {
     // Settle after the initial lists; the last sample counts (RSS after the list buffers are gone).
     const standby = await standbyFigures(rec);
@@ -114,6 +200,7 @@ export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: 
     const td = timer();
     let peak = 0;
     let leading: MemoryResult['leading'];
+    let leaderSnapshot: string | undefined;
     try {
       const done = await waitQuiet(
         rec,
@@ -125,6 +212,7 @@ export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: 
       const deliverySeconds = round(td() / 1000);
       await sleep(SETTLE_MS);
       const settled = await counters(rec);
+      if (opts.heapSnapshotDir) leaderSnapshot = await heapSnapshot(rec, opts.heapSnapshotDir);
       leading = {
         deliverySeconds,
         podWrites: done.podWrites,
@@ -132,8 +220,10 @@ export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: 
         peakRssMiB: mib(peak),
         rssMiB: mib(done.rssBytes),
         heapUsedMiB: mib(done.heapUsedBytes),
+        memory: figures(done.memory),
         settledRssMiB: mib(settled.rssBytes),
         settledHeapUsedMiB: mib(settled.heapUsedBytes),
+        settledMemory: figures(settled.memory),
         settleSeconds: SETTLE_MS / 1000,
         completed: true,
       };
@@ -156,21 +246,48 @@ export async function reconcilerMemory(cp: ControlPlane, scale: Scale, logDir?: 
     // Standby again, now that every pod carries configmeta: a second process while the first leads.
     let standbyAfterDelivery: MemoryResult['standbyAfterDelivery'];
     let standbyAfterDeliveryError: string | undefined;
+    let snapshot: string | undefined;
+    const standbyVariants: NonNullable<MemoryResult['standbyVariants']> = [];
     if (leading.completed) {
-      const second = await startReconciler(env, { identity: 'bench-memory-standby' });
+      const second = await startReconciler(env, { identity: 'bench-memory-standby', env: recEnv });
       try {
         standbyAfterDelivery = await standbyFigures(second);
         say(`memory: standby after delivery: RSS ${standbyAfterDelivery.rssMiB} MiB`);
+        if (opts.heapSnapshotDir) {
+          snapshot = await heapSnapshot(second, opts.heapSnapshotDir);
+          say(`memory: heap snapshot ${snapshot ?? 'not written within 180 s'}`);
+        }
       } catch (e) {
         standbyAfterDeliveryError = (e as Error).message;
       } finally {
         await second.stop();
         if (logDir) writeFileSync(join(logDir, 'memory-standby-after-delivery.log'), second.output());
       }
+      // The same standby under other V8 flags, one after the other, in the same state.
+      for (const v of opts.standbyVariants ?? []) {
+        const other = await startReconciler(env, {
+          identity: `bench-memory-${v.name}`,
+          env: { ...opts.reconcilerEnv, ...v.env, NODE_OPTIONS: v.nodeOptions },
+        });
+        try {
+          const figures = await standbyFigures(other);
+          say(`memory: standby after delivery, ${v.name} (${v.nodeOptions || 'no flags'}): RSS ${figures.rssMiB} MiB`);
+          standbyVariants.push({ ...v, ...figures });
+        } catch (e) {
+          standbyVariants.push({ ...v, error: (e as Error).message });
+        } finally {
+          await other.stop();
+        }
+      }
     }
     return {
+      ...(standbyVariants.length ? { standbyVariants } : {}),
       ...(standbyAfterDelivery ? { standbyAfterDelivery } : {}),
       ...(standbyAfterDeliveryError ? { standbyAfterDeliveryError } : {}),
+      ...(opts.reconcilerEnv ? { reconcilerEnv: opts.reconcilerEnv } : {}),
+      ...(snapshot || leaderSnapshot
+        ? { heapSnapshots: { standbyAfterDelivery: snapshot, leader: leaderSnapshot } }
+        : {}),
       clusters: made.clusters,
       pods: made.pods,
       create: { seconds: round(createSec), objectsPerSecond: round((made.clusters + made.pods) / createSec) },

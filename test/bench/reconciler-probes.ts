@@ -3,6 +3,7 @@
  * depth, RSS), "quiet" (nothing queued, no write for a while), and the API server's audit log as the
  * independent count of every write it made, split into objects, events and its leader Lease.
  */
+import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@kd-connections/shared';
 import { readAudit, type AuditEvent } from '../support/audit.js';
@@ -22,6 +23,64 @@ export interface ReconcilerCounters {
   queueDepth: number;
   rssBytes: number;
   heapUsedBytes: number;
+  /** process.memoryUsage()'s figures and V8's heap spaces, as prom-client's default metrics report them. */
+  memory: MemoryBreakdown;
+}
+
+/** Where a process's memory is: bytes, from prom-client's process_* and nodejs_* default metrics. */
+export interface MemoryBreakdown {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  /** C++ objects bound to JS ones, Buffers and ArrayBuffers included. */
+  external: number;
+  /** Per V8 heap space (new, old, code, large_object, ...): committed size and live bytes. */
+  spaces: Record<string, { size: number; used: number }>;
+  /**
+   * Resident bytes by kind of mapping (/proc/PID/smaps, when readable): `brk` is the main thread's malloc
+   * heap, `anon` anonymous mappings (V8's heap pages, other threads' malloc arenas, large mallocs), `file`
+   * the mapped node binary and libraries.
+   */
+  mappings?: { brk: number; anon: number; file: number; other: number };
+}
+
+/** Resident bytes of a process's mappings by kind, from /proc/PID/smaps; undefined where there is none. */
+export function residentByMapping(pid: number): MemoryBreakdown['mappings'] {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const out = { brk: 0, anon: 0, file: 0, other: 0 };
+  let kind: keyof typeof out = 'other';
+  for (const line of text.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const path = head[1]!.trim();
+      kind = path === '' ? 'anon' : path === '[heap]' ? 'brk' : path.startsWith('/') ? 'file' : 'other';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) out[kind] += Number(rss[1]) * 1024;
+  }
+  return out;
+}
+
+export function memoryBreakdown(text: string): MemoryBreakdown {
+  const spaces: MemoryBreakdown['spaces'] = {};
+  for (const m of text.matchAll(/^nodejs_heap_space_size_(total|used)_bytes\{space="([^"]+)"\}\s+(\S+)/gm)) {
+    const s = (spaces[m[2]!] ??= { size: 0, used: 0 });
+    if (m[1] === 'total') s.size = Number(m[3]);
+    else s.used = Number(m[3]);
+  }
+  return {
+    rss: metricSum(text, 'process_resident_memory_bytes'),
+    heapTotal: metricSum(text, 'nodejs_heap_size_total_bytes'),
+    heapUsed: metricSum(text, 'nodejs_heap_size_used_bytes'),
+    external: metricSum(text, 'nodejs_external_memory_bytes'),
+    spaces,
+  };
 }
 
 export async function counters(rec: ReconcilerProcess): Promise<ReconcilerCounters> {
@@ -39,6 +98,7 @@ export async function counters(rec: ReconcilerProcess): Promise<ReconcilerCounte
     queueDepth: metricSum(text, 'kd_reconciler_queue_depth'),
     rssBytes: metricSum(text, 'process_resident_memory_bytes'),
     heapUsedBytes: metricSum(text, 'nodejs_heap_size_used_bytes'),
+    memory: { ...memoryBreakdown(text), mappings: residentByMapping(rec.pid) },
   };
 }
 

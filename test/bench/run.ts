@@ -42,6 +42,9 @@ const { values } = parseArgs({
     'admission-arg': { type: 'string', multiple: true, default: [] },
     ab: { type: 'string', multiple: true, default: [] },
     rounds: { type: 'string' },
+    'reconciler-node-options': { type: 'string' },
+    'heap-snapshot': { type: 'string' },
+    'standby-variant': { type: 'string', multiple: true, default: [] },
     render: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -65,6 +68,10 @@ if (values.help) {
   --ab SPEC             another admission service measured side by side with the first (repeatable), for an A/B
                         in one run: name=NAME[,root=DIR][,node=NODE_FLAGS][,arg=FLAG;FLAG] — root: another checkout
                         (built) whose admission/dist runs; node: NODE_OPTIONS; arg: extra service flags
+  --reconciler-node-options OPTS  NODE_OPTIONS of the memory section's reconcilers (an A/B of V8 flags)
+  --standby-variant 'NAME|OPTS[|K=V,...]'  one more standby after delivery with NODE_OPTIONS=OPTS (may be
+                        empty) and more environment (repeatable)
+  --heap-snapshot DIR   write heap snapshots of the memory section's reconcilers (leader when settled, standby after delivery) to DIR
   --render FILE.json    only rewrite the Markdown report of an earlier run from its JSON`);
   process.exit(0);
 }
@@ -133,6 +140,7 @@ const report: BenchReport = {
   note: values.note,
   admissionArgs: values['admission-arg'],
   ...(abSpecs.length > 0 ? { variants: abSpecs } : {}),
+  reconcilerNodeOptions: values['reconciler-node-options'],
   scale,
   machine: machineInfo(),
   sections: {},
@@ -187,7 +195,22 @@ try {
   }
   await section('fanout', () => fanout(cp, scale, logDir));
   await section('in-container', () => inContainer(cp, scale));
-  await section('memory', () => reconcilerMemory(cp, scale, logDir));
+  await section('memory', () =>
+    reconcilerMemory(cp, scale, logDir, {
+      ...(values['heap-snapshot'] ? { heapSnapshotDir: values['heap-snapshot'] } : {}),
+      standbyVariants: values['standby-variant'].map((v) => {
+        const [name = v, nodeOptions = '', env = ''] = v.split('|');
+        return {
+          name,
+          nodeOptions,
+          ...(env ? { env: Object.fromEntries(env.split(',').map((kv) => kv.split('=', 2) as [string, string])) } : {}),
+        };
+      }),
+      ...(values['reconciler-node-options'] !== undefined
+        ? { reconcilerEnv: { NODE_OPTIONS: values['reconciler-node-options'] } }
+        : {}),
+    }),
+  );
 } finally {
   await svc?.stop().catch(() => undefined);
   for (const v of variants.splice(0)) await v.svc.stop().catch(() => undefined);

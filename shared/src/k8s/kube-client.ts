@@ -7,6 +7,7 @@
 import https from 'node:https';
 import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { keepAliveAgent } from './keep-alive-agent.js';
 
 export class KubeApiError extends Error {
   constructor(
@@ -87,7 +88,7 @@ export interface RequestScope {
 
 export class KubeClient {
   readonly server: string;
-  private readonly agent: https.Agent | http.Agent;
+  private readonly agent: http.Agent;
   private scope: RequestScope | undefined;
 
   constructor(
@@ -97,9 +98,7 @@ export class KubeClient {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     this.server = cluster.server.replace(/\/+$/, '');
-    this.agent = this.server.startsWith('https:')
-      ? new https.Agent({ keepAlive: true, maxSockets: 64 })
-      : new http.Agent({ keepAlive: true, maxSockets: 64 });
+    this.agent = keepAliveAgent(this.server.startsWith('https:') ? 'https:' : 'http:', 64);
   }
 
   /**
@@ -161,10 +160,15 @@ export class KubeClient {
     this.checkScope(what);
     return new Promise<T>((ok, fail) => {
       const r = mod.request(url, req, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        // Decoded as it arrives: a list page becomes one string in V8's heap, which a GC gives back,
+        // instead of its chunks plus their concatenation in Buffers outside it.
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
         res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
+          const text = body;
+          // The response's listeners outlive this call as long as anything holds the response.
+          body = '';
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
             try {
