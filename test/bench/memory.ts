@@ -87,6 +87,8 @@ export interface StandbyFigures {
   rssMiB: number;
   heapUsedMiB: number;
   memory?: MemoryFigures;
+  /** The same process SETTLE_MS later (the leader's figure is taken that long after it went quiet). */
+  settled?: { afterSeconds: number; rssMiB: number; heapUsedMiB: number };
 }
 
 function figures(m: MemoryBreakdown): MemoryFigures {
@@ -253,6 +255,17 @@ export async function reconcilerMemory(
       try {
         standbyAfterDelivery = await standbyFigures(second);
         say(`memory: standby after delivery: RSS ${standbyAfterDelivery.rssMiB} MiB`);
+        // Sampled 5 s after its sync (the issue's protocol) and again as long after as the leader is.
+        await sleep(SETTLE_MS);
+        const later = await counters(second);
+        standbyAfterDelivery.settled = {
+          afterSeconds: SETTLE_MS / 1000 + 5,
+          rssMiB: mib(later.rssBytes),
+          heapUsedMiB: mib(later.heapUsedBytes),
+        };
+        say(
+          `memory: standby after delivery, ${SETTLE_MS / 1000} s later: RSS ${standbyAfterDelivery.settled.rssMiB} MiB`,
+        );
         if (opts.heapSnapshotDir) {
           snapshot = await heapSnapshot(second, opts.heapSnapshotDir);
           say(`memory: heap snapshot ${snapshot ?? 'not written within 180 s'}`);

@@ -348,7 +348,13 @@ function peerRows(
     mem?.standbyAfterDelivery
       ? `**${f(mem.standbyAfterDelivery.rssMiB, ' MiB')}**`
       : `– ${mem?.standbyAfterDeliveryError ?? ''}`,
-    mem ? `standby before delivery ${f(mem.standby.rssMiB, ' MiB')}` : '–',
+    mem
+      ? `standby before delivery ${f(mem.standby.rssMiB, ' MiB')}${
+          mem.standbyAfterDelivery?.settled
+            ? `; the same standby ${mem.standbyAfterDelivery.settled.afterSeconds} s after its sync ${f(mem.standbyAfterDelivery.settled.rssMiB, ' MiB')} (not judged)`
+            : ''
+        }`
+      : '–',
     `≤ ${T.rssMiB} MiB`,
     atTarget && mem.standbyAfterDelivery ? verdict(mem.standbyAfterDelivery.rssMiB <= T.rssMiB) : 'NOT measured',
   ]);
@@ -640,7 +646,11 @@ function renderMemory(m: MemoryResult, s: SectionResult): string[] {
       : 'Leading phase not measured.',
     '',
     m.standbyAfterDelivery
-      ? `Standby after delivery (a second reconciler, caches synced in ${m.standbyAfterDelivery.syncSeconds} s while every pod carries configmeta): RSS **${m.standbyAfterDelivery.rssMiB} MiB**, heap used ${m.standbyAfterDelivery.heapUsedMiB} MiB.`
+      ? `Standby after delivery (a second reconciler, caches synced in ${m.standbyAfterDelivery.syncSeconds} s while every pod carries configmeta): RSS **${m.standbyAfterDelivery.rssMiB} MiB**, heap used ${m.standbyAfterDelivery.heapUsedMiB} MiB${
+          m.standbyAfterDelivery.settled
+            ? `; ${m.standbyAfterDelivery.settled.afterSeconds} s after its sync RSS ${m.standbyAfterDelivery.settled.rssMiB} MiB, heap used ${m.standbyAfterDelivery.settled.heapUsedMiB} MiB`
+            : ''
+        }.`
       : `Standby after delivery not measured${m.standbyAfterDeliveryError ? `: ${m.standbyAfterDeliveryError}` : ''}.`,
     '',
     ...(m.reconcilerEnv ? [`Reconcilers' extra environment: \`${JSON.stringify(m.reconcilerEnv)}\`.`, ''] : []),
