@@ -26,68 +26,39 @@ export function parseLogLevel(v: string | undefined, fallback: LogLevel = 'info'
 /**
  * Writes lines to stdout in batches and off the event loop. On Linux a write to a pipe (a container's
  * stdout) blocks the process until the reader takes it, and one log line per admission review would be
- * one such write per review. Here lines collect for up to FLUSH_INTERVAL_MS (or FLUSH_BYTES) and leave
- * together in one asynchronous write (libuv thread pool). Flushing at every event-loop turn instead made
- * one write (and one thread-pool hand-off) per two lines at 4,000 lines a second, against one per 32
- * lines this way; the flush's write was 23 % of the admission service's CPU-profile samples at full load,
- * 3 % this way (test/bench/results/2026-12-03-adm-prof-before.md, -after.md). Whatever is pending when
- * the process exits is written synchronously, so process.exit() loses nothing.
+ * one such write per review. Here lines collect while one asynchronous write (libuv thread pool) is in
+ * flight, and leave together in the next. Whatever is pending when the process exits is written
+ * synchronously, so process.exit() loses nothing. Holding lines for a 20 ms window instead was measured
+ * (test/bench/results/2026-12-03-adm-ab.md): 16× fewer writes but no measurable CPU per review, and a
+ * review's line then reached the log after the API server had its answer — so lines leave at the next turn.
  */
 const idleWaiters: (() => void)[] = [];
 let stdoutBusy = () => false;
-let flushNow = () => {};
-
-/** How long a line may wait for others before it is written: far below what a reader of logs notices. */
-export const FLUSH_INTERVAL_MS = 20;
-/** A batch this large is written at once. */
-export const FLUSH_BYTES = 64 * 1024;
 
 /** Resolves when every line logged so far has been written (call before process.exit). */
 export function flushLogs(): Promise<void> {
   if (!stdoutBusy()) return Promise.resolve();
-  const idle = new Promise<void>((r) => idleWaiters.push(r));
-  flushNow();
-  return idle;
+  return new Promise((r) => idleWaiters.push(r));
 }
 
 export function batchedStdout(fd = 1): (line: string) => void {
   let pending: string[] = [];
-  let pendingBytes = 0;
   let writing = false;
-  let timer: NodeJS.Timeout | undefined;
   stdoutBusy = () => writing || pending.length > 0;
-  // Lines wait for the window to close (or the batch to fill, or a flushLogs caller).
-  const schedule = (): void => {
-    if (writing || pending.length === 0) {
-      if (!writing) for (const w of idleWaiters.splice(0)) w();
-      return;
-    }
-    if (pendingBytes >= FLUSH_BYTES || idleWaiters.length > 0) return flush();
-    if (timer === undefined) {
-      timer = setTimeout(flush, FLUSH_INTERVAL_MS);
-      // Pending lines never keep the process alive: the exit handler writes them.
-      timer.unref();
-    }
-  };
-  const flush = (): void => {
-    if (timer !== undefined) {
-      clearTimeout(timer);
-      timer = undefined;
-    }
-    if (writing || pending.length === 0) return schedule();
+  const flush = () => {
+    if (!writing && pending.length === 0) for (const w of idleWaiters.splice(0)) w();
+    if (writing || pending.length === 0) return;
     const chunk = Buffer.from(pending.join(''), 'utf8');
     pending = [];
-    pendingBytes = 0;
     writing = true;
     const writeAll = (buf: Buffer) =>
       write(fd, buf, (err, n) => {
         if (!err && n < buf.length) return writeAll(buf.subarray(n));
         writing = false; // on error (stdout closed) the lines are dropped: nothing better to do with them
-        schedule();
+        flush();
       });
     writeAll(chunk);
   };
-  flushNow = flush;
   process.on('exit', () => {
     if (pending.length === 0) return;
     try {
@@ -99,8 +70,7 @@ export function batchedStdout(fd = 1): (line: string) => void {
   });
   return (line) => {
     pending.push(line + '\n');
-    pendingBytes += line.length + 1;
-    schedule();
+    if (!writing && pending.length === 1) setImmediate(flush);
   };
 }
 
