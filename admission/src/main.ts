@@ -2,21 +2,16 @@
  * Entry point: `node admission/dist/main.js [flags]` (see --help). Logs JSON lines to stdout; the
  * "listening" line carries the bound port (useful with --port 0). SIGTERM/SIGINT drain and exit 0.
  */
-import { delimiter } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, errorMessage, flushLogs, versionText } from '@kd-connections/shared';
+import {
+  createLogger,
+  errorMessage,
+  flushLogs,
+  loadKubeConnection,
+  type LoadedKubeConnection,
+  versionText,
+} from '@kd-connections/shared';
 import { ADMISSION_PROGRAM, ConfigError, parseConfig, usage, type AdmissionConfig } from './config.js';
 import { AdmissionService } from './service.js';
-
-function loadKubeConfig(config: AdmissionConfig): KubeConfig {
-  const kc = new KubeConfig();
-  if (config.kubeconfig && !config.kubeconfig.includes(delimiter)) kc.loadFromFile(config.kubeconfig);
-  else if (config.kubeconfig)
-    kc.loadFromDefault(); // a $KUBECONFIG list
-  else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
 
 async function main(): Promise<void> {
   let config: AdmissionConfig | 'help' | 'version';
@@ -36,7 +31,15 @@ async function main(): Promise<void> {
     return;
   }
   const log = createLogger({ component: 'admission', level: config.logLevel });
-  const service = new AdmissionService({ config, kubeConfig: loadKubeConfig(config), log });
+  let kubeConfig: LoadedKubeConnection;
+  try {
+    kubeConfig = await loadKubeConnection({ kubeconfig: config.kubeconfig });
+  } catch (e) {
+    // A client-node error (a $KUBECONFIG list, an exec user) is as much a configuration error.
+    process.stderr.write(`kd-connections admission: ${errorMessage(e)}\n`);
+    process.exit(2);
+  }
+  const service = new AdmissionService({ config, kubeConfig, log });
 
   let stopping = false;
   const stop = (signal: string) => {

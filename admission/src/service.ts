@@ -5,13 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   CachedLookup,
   errorMessage,
   EventRecorder,
   guardEventTarget,
   KubeClient,
+  type KubeConnection,
   KubeDirectorGuard,
   liveGet,
   type Logger,
@@ -29,7 +29,7 @@ import { WEBHOOKS } from './webhooks/index.js';
 
 export interface ServiceOptions {
   config: AdmissionConfig;
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeConnection;
   log: Logger;
   /** Default: the files named by the configuration, or the TLS Secret in bootstrap mode. */
   certificateSource?: CertificateSource;
@@ -45,7 +45,7 @@ function defaultIdentity(): string {
 }
 
 /** Bootstrap mode from the configuration: the Secret, the SANs, the configurations to keep trusting us. */
-export function bootstrapSource(config: AdmissionConfig, kubeConfig: KubeConfig, log: Logger, identity: string) {
+export function bootstrapSource(config: AdmissionConfig, kubeConfig: KubeConnection, log: Logger, identity: string) {
   return new BootstrapCertificateSource({
     client: new KubeClient(kubeConfig, `${BOOTSTRAP_USER_AGENT}/${identity}`),
     secretNamespace: config.tlsSecretNamespace!,

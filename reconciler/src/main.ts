@@ -3,23 +3,28 @@
  * Entry point: `node reconciler/dist/main.js [flags]` (see --help). Logs JSON lines to stdout.
  * SIGTERM/SIGINT: stop working, release the lease, exit 0.
  */
-import { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, errorMessage, FlagError, flushLogs } from '@kd-connections/shared';
+import {
+  createLogger,
+  errorMessage,
+  FlagError,
+  flushLogs,
+  loadKubeConnection,
+  type LoadedKubeConnection,
+} from '@kd-connections/shared';
 import { loadConfig, type ReconcilerConfig } from './config.js';
 import { ReconcilerService } from './service.js';
 
 let cfg: ReconcilerConfig;
+let kubeConfig: LoadedKubeConnection;
 try {
   cfg = loadConfig(process.argv.slice(2));
+  kubeConfig = await loadKubeConnection({ kubeconfig: cfg.kubeconfig });
 } catch (e) {
   console.error(`kd-connections reconciler: ${errorMessage(e)}${e instanceof FlagError ? '\n(see --help)' : ''}`);
   process.exit(2);
 }
 
 const log = createLogger({ component: 'reconciler', level: cfg.logLevel });
-const kubeConfig = new KubeConfig();
-if (cfg.kubeconfig) kubeConfig.loadFromFile(cfg.kubeconfig);
-else kubeConfig.loadFromDefault();
 const service = new ReconcilerService({
   config: cfg,
   kubeConfig,

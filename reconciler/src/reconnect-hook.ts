@@ -11,8 +11,8 @@
  * every exec and its end cuts the streams in flight.
  */
 import { PassThrough, Writable } from 'node:stream';
-import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
-import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
+import type { Exec, KubeConfig, V1Status } from '@kubernetes/client-node';
+import type { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 import {
   errorMessage,
   GENERATOR_FILE,
@@ -87,15 +87,46 @@ function abortError(): Error {
   return Object.assign(new Error('exec cut short: leadership ended'), { name: 'AbortError' });
 }
 
-/** Exec over the API server's pods/exec subresource (websocket), bounded by a timeout and a signal. */
-export class WebSocketPodExec implements PodExec {
-  constructor(private readonly kc: KubeConfig) {}
+interface ExecClient {
+  kc: KubeConfig;
+  Exec: typeof Exec;
+  WebSocketHandler: typeof WebSocketHandler;
+}
 
-  run(...[namespace, pod, container, command, opts]: Parameters<PodExec['run']>): Promise<ExecResult> {
+/**
+ * Exec over the API server's pods/exec subresource (websocket), bounded by a timeout and a signal.
+ * client-node (its Exec, its KubeConfig) is imported on the first run: a reconciler without the hook
+ * never loads it (kubeconfig.ts says what that saves).
+ */
+export class WebSocketPodExec implements PodExec {
+  private loaded: Promise<ExecClient> | undefined;
+
+  constructor(private readonly kubeConfig: () => Promise<KubeConfig>) {}
+
+  private load(): Promise<ExecClient> {
+    return (this.loaded ??= (async () => {
+      const [kc, cn, ws] = await Promise.all([
+        this.kubeConfig(),
+        import('@kubernetes/client-node'),
+        import('@kubernetes/client-node/dist/web-socket-handler.js'),
+      ]);
+      return { kc, Exec: cn.Exec, WebSocketHandler: ws.WebSocketHandler };
+    })());
+  }
+
+  async run(...[namespace, pod, container, command, opts]: Parameters<PodExec['run']>): Promise<ExecResult> {
+    let client: ExecClient;
+    try {
+      client = await this.load();
+    } catch (e) {
+      this.loaded = undefined;
+      return { stdout: '', stderr: '', error: `exec unavailable: ${errorMessage(e)}` };
+    }
+    const { kc, Exec, WebSocketHandler } = client;
     const out = new TailSink();
     const err = new TailSink();
     // The handler's own streams default to this process's stdio (it ends them on a close frame).
-    const handler = new WebSocketHandler(this.kc, undefined, { stdin: new PassThrough(), stdout: out, stderr: err });
+    const handler = new WebSocketHandler(kc, undefined, { stdin: new PassThrough(), stdout: out, stderr: err });
     let status: V1Status | undefined;
     return new Promise<ExecResult>((resolve, reject) => {
       let socket: { terminate(): void } | undefined;
@@ -115,7 +146,7 @@ export class WebSocketPodExec implements PodExec {
       );
       if (opts.signal.aborted) return onAbort();
       opts.signal.addEventListener('abort', onAbort, { once: true });
-      new Exec(this.kc, handler)
+      new Exec(kc, handler)
         .exec(namespace, pod, container, command, out, err, null, false, (s) => (status = s))
         .then((ws) => {
           if (done) return ws.terminate();

@@ -4,12 +4,12 @@
  * Caches start at once (a standby is warm); work starts when this replica leads and stops, writes
  * included, when it stops leading.
  */
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   errorMessage,
   EventRecorder,
   guardEventTarget,
   KubeClient,
+  type LoadedKubeConnection,
   KubeDirectorGuard,
   type Logger,
 } from '@kd-connections/shared';
@@ -23,7 +23,7 @@ import { WebSocketPodExec } from './reconnect-hook.js';
 
 export interface ReconcilerServiceOptions {
   config: ReconcilerConfig;
-  kubeConfig: KubeConfig;
+  kubeConfig: LoadedKubeConnection;
   log: Logger;
   /** Default: the system clock. */
   clock?: Clock;
@@ -51,7 +51,7 @@ export class ReconcilerService {
     this.log = log;
     this.metrics = new ReconcilerMetrics({ leaseName: config.leaseName });
     this.client = new KubeClient(opts.kubeConfig, `kd-connections-reconciler/${config.identity}`);
-    const exec = config.reconnectHook ? new WebSocketPodExec(opts.kubeConfig) : undefined;
+    const exec = config.reconnectHook ? new WebSocketPodExec(() => opts.kubeConfig.clientNodeConfig()) : undefined;
     this.controller = new Controller(this.client, config, this.metrics, log, exec);
     this.guard = new KubeDirectorGuard({
       client: this.client,

@@ -29,6 +29,7 @@ export * from './plan-reconcile.js';
 export * from './plan-reconnect.js';
 export * from './logger.js';
 export * from './k8s/kube-client.js';
+export * from './k8s/kubeconfig.js';
 export * from './k8s/informer.js';
 export * from './k8s/namespaced-cache.js';
 export * from './k8s/event-recorder.js';

@@ -2,12 +2,15 @@
  * ServiceAccounts on the test node as on any cluster: the API server's ServiceAccount admission gives
  * each pod a projected token, the namespace's `kube-root-ca.crt` CA bundle and its namespace; the token
  * authenticates to the API server (checked with the CA from inside the container), and workloads made by
- * the controller-manager (a Deployment, a StatefulSet) roll out with it.
+ * the controller-manager (a Deployment, a StatefulSet) roll out with it. The services' own in-cluster
+ * loader (shared's kubeconfig.ts, used when they run in a pod without --kubeconfig) authenticates with
+ * those files as read from the pod.
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KubeClient, loadKubeConnection } from '@kd-connections/shared';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { useTestEnv } from '../support/cluster.js';
@@ -101,6 +104,27 @@ describe('ServiceAccount tokens on the test node', () => {
       expect(user.username).toBe(`system:serviceaccount:${env.namespace}:default`);
       // A bound token: it names the pod it was issued for (and stops working when the pod is gone).
       expect(user.extra['authentication.kubernetes.io/pod-name']).toEqual(['sa-reader']);
+
+      // The services' in-cluster loader, given the pod's environment and its ServiceAccount files: TLS
+      // verified with that CA, and the API server knows the caller (the default ServiceAccount may not
+      // list pods: a 403 naming it, where a bad token would get a 401).
+      writeFileSync(join(dir, 'token'), token);
+      const server = new URL(env.info.server);
+      const connection = await loadKubeConnection({
+        env: { KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port },
+        serviceAccountDir: dir,
+      });
+      const client = new KubeClient(connection, 'kd-sa-test');
+      try {
+        const denied = await client.get(`/api/v1/namespaces/${env.namespace}/pods`).then(
+          () => 'allowed',
+          (e: { status?: number; message?: string }) => `${e.status}: ${e.message}`,
+        );
+        expect(denied).toMatch(/^403: .*"system:serviceaccount:[^"]+:default" cannot list resource "pods"/);
+        expect(denied).toContain(`system:serviceaccount:${env.namespace}:default`);
+      } finally {
+        client.close();
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -2,11 +2,12 @@
  * A small JSON client for the reads client-node does not do well: paginated lists, streaming watches
  * with bookmarks and server-side timeouts, and metadata-only (PartialObjectMetadata) requests, so the
  * admission service never holds Secret data (client-node 2 still cannot ask for those). Authentication
- * comes from client-node's KubeConfig; one keep-alive agent serves every request.
+ * comes from a KubeConnection (kubeconfig.ts, or client-node's KubeConfig); one keep-alive agent serves
+ * every request.
  */
 import https from 'node:https';
 import http from 'node:http';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConnection } from './kubeconfig.js';
 import { keepAliveAgent } from './keep-alive-agent.js';
 
 export class KubeApiError extends Error {
@@ -92,7 +93,7 @@ export class KubeClient {
   private scope: RequestScope | undefined;
 
   constructor(
-    private readonly kc: KubeConfig,
+    private readonly kc: KubeConnection,
     private readonly userAgent = 'kd-connections',
   ) {
     const cluster = kc.getCurrentCluster();
