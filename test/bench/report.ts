@@ -6,7 +6,7 @@ import type { ApiServerResult } from './admission-apiserver.js';
 import type { DirectResult, ServerRun, VariantSpec } from './admission-direct.js';
 import type { MachineInfo } from './env.js';
 import type { FanoutResult } from './fanout.js';
-import type { InContainerResult } from './in-container.js';
+import { SETTLE_MS, type InContainerResult } from './in-container.js';
 import type { MemoryFigures, MemoryResult } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { Scale } from './scale.js';
@@ -625,7 +625,7 @@ function renderFanout(x: FanoutResult, s: SectionResult): string[] {
 function renderInContainer(x: InContainerResult, s: SectionResult): string[] {
   return [
     ...sectionHead('ConfigMap edit → readable inside the member containers (real node)', s),
-    `${x.clusters} clusters × ${x.pods / x.clusters} running member pods on one node (Ready ${x.nodeReadySeconds} s after its start); every container read its first document ${x.podsReadySeconds} s after the pods were created.`,
+    `${x.clusters} clusters × ${x.pods / x.clusters} running member pods on one node (Ready ${x.nodeReadySeconds} s after its start); every container read its first document ${x.podsReadySeconds} s after the pods were created, every pod was Ready after ${x.allReadySeconds ?? '–'} s, and the ConfigMap was edited ${SETTLE_MS / 1000} s after that.`,
     '',
     `Edit of the ConfigMap → new content read by the app in the container: ${x.edit.seen}/${x.pods} containers, min ${f(x.edit.minMs, ' ms')}, median **${f(x.edit.p50Ms, ' ms')}**, max **${f(x.edit.maxMs, ' ms')}** (each container polls every 0.1 s).`,
     '',
