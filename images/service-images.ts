@@ -29,6 +29,7 @@ import { dirname, join } from 'node:path';
 import { goArch, type ImageSpec, writeOciArchive } from '../test/images/oci-image.js';
 import { debianPackage, type ImageInputs, nodeTarball, readInputs } from './image-inputs.js';
 import { type Lockfile, productionClosure } from './production-closure.js';
+import { SERVICE_NODE_FLAGS } from '@kd-connections/shared';
 
 export const SERVICES = ['admission', 'reconciler'] as const;
 export type Service = (typeof SERVICES)[number];
@@ -41,7 +42,7 @@ const PORTS: Record<Service, string[]> = { admission: ['9443/tcp'], reconciler: 
 
 /** The user the process runs as (distroless calls it nonroot). */
 export const IMAGE_UID = 65532;
-/** Where the image keeps the application; the entrypoint runs `<service>/dist/main.js` from here. */
+/** Where the image keeps the application; the entrypoint runs `<service>/dist/main.js` from here (with SERVICE_NODE_FLAGS). */
 export const APP_DIR = '/app';
 export const NODE_PATH = '/usr/local/bin/node';
 /** The chart's default registry: `localhost/…` names what `npm run images` built, never a pull from elsewhere. */
@@ -67,7 +68,7 @@ export function serviceImageSpec(service: Service, id: ImageIdentity): ImageSpec
   return {
     name: id.name,
     architecture: id.architecture,
-    entrypoint: [NODE_PATH, `${service}/dist/main.js`],
+    entrypoint: [NODE_PATH, ...SERVICE_NODE_FLAGS[service], `${service}/dist/main.js`],
     workingDir: APP_DIR,
     user: `${IMAGE_UID}:${IMAGE_UID}`,
     env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],

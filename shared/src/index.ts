@@ -38,3 +38,4 @@ export * from './flags.js';
 export * from './kubedirector-presence.js';
 export * from './k8s/kubedirector-guard.js';
 export * from './guestconfig-sidecar-program.js';
+export * from './service-node-flags.js';

@@ -21,7 +21,7 @@ import {
 } from './reconciler-probes.js';
 import type { Scale } from './scale.js';
 import { round } from './stats.js';
-import { type ReconcilerProcess, startReconciler } from '../support/services.js';
+import { type ReconcilerProcess, serviceNodeOptions, startReconciler } from '../support/services.js';
 
 const LEASE = 'kd-connections-reconciler';
 const SETTLE_MS = 20_000;
@@ -156,7 +156,7 @@ export async function reconcilerMemory(
   const snapshotEnv = opts.heapSnapshotDir
     ? {
         NODE_OPTIONS:
-          `${opts.reconcilerEnv?.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.heapSnapshotDir}`.trim(),
+          `${opts.reconcilerEnv?.NODE_OPTIONS ?? serviceNodeOptions('reconciler')} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.heapSnapshotDir}`.trim(),
       }
     : {};
   const recEnv = { ...opts.reconcilerEnv, ...snapshotEnv };

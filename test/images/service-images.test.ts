@@ -51,7 +51,7 @@ describe('productionClosure', () => {
 });
 
 describe('service image definition', () => {
-  it('runs node as 65532 from /app, labelled with the OCI keys', () => {
+  it('runs node as 65532 from /app with the service\'s node flags, labelled with the OCI keys', () => {
     const spec = serviceImageSpec('reconciler', {
       name: 'localhost/kd-connections/reconciler:1.2.3',
       version: '1.2.3',
@@ -63,7 +63,7 @@ describe('service image definition', () => {
     expect(spec).toMatchObject({
       user: '65532:65532',
       workingDir: '/app',
-      entrypoint: ['/usr/local/bin/node', 'reconciler/dist/main.js'],
+      entrypoint: ['/usr/local/bin/node', '--max-semi-space-size=8', 'reconciler/dist/main.js'],
       labels: {
         'org.opencontainers.image.title': 'kd-connections-reconciler',
         'org.opencontainers.image.revision': 'abc',

@@ -18,7 +18,7 @@ import { eventually, sleep } from '../support/processes.js';
 import { caseArb, checkAnswer, EXISTING, expected, sizeLimitCases, type FuzzCase } from './admission-fuzz-cases.js';
 import { mib, openFds, procStatus, send } from './admission-support.js';
 import { installCrds } from '../support/crds.js';
-import { httpsGet, type RunningAdmission, startAdmission } from '../support/services.js';
+import { httpsGet, type RunningAdmission, serviceNodeOptions, startAdmission } from '../support/services.js';
 import { heapAfterGc, inspectorNodeOptions, inspectorUrl } from '../support/inspector.js';
 
 const env = useTestEnv();
@@ -53,7 +53,9 @@ beforeAll(async () => {
     kdCluster(EXISTING.cluster, EXISTING.app),
   ]);
   [svc, slow] = await Promise.all([
-    startAdmission(env, [`--system-namespace=${env.namespace}`], { env: { NODE_OPTIONS: inspectorNodeOptions() } }),
+    startAdmission(env, [`--system-namespace=${env.namespace}`], {
+      env: { NODE_OPTIONS: inspectorNodeOptions(serviceNodeOptions('admission')) },
+    }),
     startAdmission(env, [
       `--system-namespace=${env.namespace}`,
       `--headers-timeout=${HEADERS_TIMEOUT_S}`,

@@ -8,8 +8,8 @@
 import type { ServiceProcess } from './processes.js';
 import { eventually } from './processes.js';
 
-/** NODE_OPTIONS for a service whose heap a test measures (appended to the inherited ones). */
-export const inspectorNodeOptions = (): string => `${process.env.NODE_OPTIONS ?? ''} --inspect=127.0.0.1:0`.trim();
+/** NODE_OPTIONS for a service whose heap a test measures: `base` (its usual NODE_OPTIONS) and the inspector. */
+export const inspectorNodeOptions = (base: string): string => `${base} --inspect=127.0.0.1:0`.trim();
 
 /** The inspector's WebSocket URL, from the line Node prints to stderr. */
 export async function inspectorUrl(p: ServiceProcess): Promise<string> {

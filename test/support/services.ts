@@ -5,12 +5,14 @@
  * `npm start` all start them here. No jest dependency.
  *
  * Flags: the defaults below come first and the caller's args after them; the services take the last
- * value of a repeated flag, so a caller's flag replaces a default.
+ * value of a repeated flag, so a caller's flag replaces a default. Node runs with the service's flags from
+ * shared/src/service-node-flags.ts (as in its image), in NODE_OPTIONS (see serviceNodeOptions).
  */
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SERVICE_NODE_FLAGS } from '@kd-connections/shared';
 import { freePort } from '../controlplane/net.js';
 import type { ControlPlaneInfo } from '../controlplane/controlplane.js';
 import { metricSum } from './prometheus-text.js';
@@ -21,6 +23,19 @@ export interface ServiceHost {
   readonly info: Pick<ControlPlaneInfo, 'kubeconfigPath' | 'webhookCaPem' | 'webhookServing'>;
   /** A test's namespace: the reconciler then watches only it and keeps its lease there. */
   readonly namespace?: string;
+}
+
+/**
+ * NODE_OPTIONS of a service started here: its image's node flags, then the NODE_OPTIONS this process was
+ * given (later flags win). A caller that sets env.NODE_OPTIONS itself (even to '') replaces all of it,
+ * which is how a bench A/B runs Node's defaults.
+ */
+export function serviceNodeOptions(service: keyof typeof SERVICE_NODE_FLAGS): string {
+  return [...SERVICE_NODE_FLAGS[service], process.env.NODE_OPTIONS ?? ''].join(' ').trim();
+}
+
+function serviceEnv(service: keyof typeof SERVICE_NODE_FLAGS, env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+  return { NODE_OPTIONS: serviceNodeOptions(service), ...env, KUBECONFIG: '' };
 }
 
 interface ProcessOptions extends StartServiceOptions {
@@ -94,7 +109,7 @@ export async function startAdmission(
       '--log-level=info',
       ...extraArgs,
     ],
-    { ...o.env, KUBECONFIG: '' },
+    serviceEnv('admission', o.env),
     o,
   );
   const url = (path: string) => `https://127.0.0.1:${port}${path}`;
@@ -170,7 +185,7 @@ export async function startReconciler(host: ServiceHost, o: ReconcilerOptions = 
       ...scoped,
       ...(o.args ?? []),
     ],
-    { ...o.env, KUBECONFIG: '' },
+    serviceEnv('reconciler', o.env),
     o,
   );
   const metric = async (name: string, labels: Record<string, string> = {}) => {

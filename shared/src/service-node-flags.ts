@@ -1,0 +1,18 @@
+/**
+ * Node options each service runs with: in its image (images/service-images.ts puts them on the
+ * entrypoint's command line) and when run as a local process (npm start, the tests and the bench, through test/support/services.ts: first in
+ * NODE_OPTIONS, so a bench A/B can override them).
+ *
+ * Reconciler: V8's young generation capped at 8 MiB per semi-space. Node 24 sizes it from the machine's
+ * memory (64 MiB semi-spaces, 128 MiB committed on the 24 GiB bench machine); a list+watch sync grows it to
+ * the maximum and it stays there. Measured in one bench setup, memory section, 2,000 clusters / 10,000
+ * pods (test/bench/results/2026-12-03-rss-variants.md = Node's defaults, -rss-semi8.md = this flag):
+ * standby 260.5 → 171.4 MiB, after leading 318.6 → 185.8 MiB, standby after delivery 286.4 → 198.4 MiB,
+ * delivery of 10,000 pods 63.8 → 63.3 s. 4 MiB (-rss-semi4.md) bought nothing more.
+ * Admission: Node's defaults (a larger young generation did not change its CPU per review; a smaller one
+ * was not measured against its latency).
+ */
+export const SERVICE_NODE_FLAGS: Record<'admission' | 'reconciler', readonly string[]> = {
+  admission: [],
+  reconciler: ['--max-semi-space-size=8'],
+};
