@@ -51,7 +51,7 @@ describe('productionClosure', () => {
 });
 
 describe('service image definition', () => {
-  it('runs node as 65532 from /app with the service\'s node flags, labelled with the OCI keys', () => {
+  it("runs node as 65532 from /app with the service's node flags, labelled with the OCI keys", () => {
     const spec = serviceImageSpec('reconciler', {
       name: 'localhost/kd-connections/reconciler:1.2.3',
       version: '1.2.3',

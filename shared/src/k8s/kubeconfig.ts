@@ -178,7 +178,9 @@ function inClusterConnection(env: NodeJS.ProcessEnv, dir: string, now: () => num
     () =>
       newClientNodeConfig((kc) => {
         // client-node takes a prefix of the standard path (its tests' way to point elsewhere).
-        kc.loadFromCluster(dir.endsWith(SERVICE_ACCOUNT_DIR) ? dir.slice(0, dir.length - SERVICE_ACCOUNT_DIR.length) : '');
+        kc.loadFromCluster(
+          dir.endsWith(SERVICE_ACCOUNT_DIR) ? dir.slice(0, dir.length - SERVICE_ACCOUNT_DIR.length) : '',
+        );
       }),
   );
 }
