@@ -185,6 +185,9 @@ describe('handed to client-node', () => {
     const kc = await loadKubeConnection({ kubeconfig: [first, second].join(delimiter) });
     expect(kc.getCurrentCluster()?.server).toBe('https://first:1');
     expect((await applied(kc)).headers).toMatchObject({ Authorization: 'Bearer one' });
+    await expect(loadKubeConnection({ kubeconfig: delimiter })).rejects.toThrow(
+      new KubeconfigError(`kubeconfig ${JSON.stringify(delimiter)}: names no file`),
+    );
   });
 });
 

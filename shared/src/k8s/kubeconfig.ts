@@ -151,6 +151,7 @@ async function newClientNodeConfig(load: (kc: KubeConfig) => void): Promise<Kube
 /** A $KUBECONFIG list, or a user with an exec plugin or auth-provider: client-node does it all. */
 async function clientNodeConnection(kubeconfig: string, file?: string): Promise<LoadedKubeConnection> {
   const files = file ? [file] : kubeconfig.split(delimiter).filter((f) => f !== '');
+  if (files.length === 0) throw new KubeconfigError(`kubeconfig ${JSON.stringify(kubeconfig)}: names no file`);
   const kc = await newClientNodeConfig((k) => k.loadFromFile(files[0]!));
   // As kubectl merges a $KUBECONFIG list: the first file to set current-context wins (client-node's
   // loadFromDefault would take the last one's).
