@@ -16,7 +16,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type https from 'node:https';
 import { isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 
@@ -224,7 +224,7 @@ async function fileConnection(file: string, now: () => number): Promise<LoadedKu
     const data = str(d, dataKey);
     if (data) return fixed(Buffer.from(data, 'base64').toString('utf8'));
     const f = str(d, fileKey);
-    return f ? fromFile(isAbsolute(f) ? f : join(dir, f), where(fileKey), now) : undefined;
+    return f ? fromFile(resolve(dir, f), where(fileKey), now) : undefined;
   };
   const token = str(user, 'token');
   const tokenFile = str(user, 'tokenFile');
@@ -235,11 +235,7 @@ async function fileConnection(file: string, now: () => number): Promise<LoadedKu
       ca: credential(cluster, 'certificate-authority-data', 'certificate-authority'),
       cert: credential(user, 'client-certificate-data', 'client-certificate'),
       key: credential(user, 'client-key-data', 'client-key'),
-      token: token
-        ? fixed(token)
-        : tokenFile
-          ? fromFile(isAbsolute(tokenFile) ? tokenFile : join(dir, tokenFile), where('tokenFile'), now)
-          : undefined,
+      token: token ? fixed(token) : tokenFile ? fromFile(resolve(dir, tokenFile), where('tokenFile'), now) : undefined,
       basic: username ? Buffer.from(`${username}:${str(user, 'password') ?? ''}`).toString('base64') : undefined,
       impersonate: str(user, 'as'),
       insecure: cluster['insecure-skip-tls-verify'] === true,
