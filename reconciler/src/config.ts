@@ -135,6 +135,13 @@ export const RECONCILER_FLAGS = {
     min: 0,
     help: 'server-side watch timeout (jittered ±20%)',
   },
+  'heap-release-interval': {
+    type: 'duration',
+    env: 'KD_HEAP_RELEASE_INTERVAL',
+    default: '10s',
+    min: 0,
+    help: 'how often to look for the end of a burst: when the event loop was idle and the heap grew 16 MiB since the last collection, a full collection returns the memory (also once after the caches sync); 0 = never, V8 alone decides',
+  },
   'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
 } satisfies Record<string, FlagSpec>;
 
@@ -160,6 +167,7 @@ export interface ReconcilerConfig {
   metricsPort: number;
   relistPeriodMs: number;
   watchTimeoutSeconds: number;
+  heapReleaseIntervalMs: number;
   logLevel: LogLevel;
 }
 
@@ -229,6 +237,7 @@ export function loadConfig(
     metricsPort: port,
     relistPeriodMs: f['relist-period-seconds'] * 1000,
     watchTimeoutSeconds: f['watch-timeout-seconds'],
+    heapReleaseIntervalMs: f['heap-release-interval'],
     logLevel: parseLogLevel(logLevel),
   };
 }

@@ -76,6 +76,12 @@ export class ReconcilerMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly heapReleases = new Counter({
+    name: 'kd_reconciler_heap_releases_total',
+    help: 'Full collections asked for at the end of a burst (reason: caches synced, quiet after growth)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly leader = new Gauge({
     name: 'kd_reconciler_leader',
     help: '1 while this replica holds the lease',

@@ -16,6 +16,7 @@ import {
 import type { Clock } from './clock.js';
 import type { ReconcilerConfig } from './config.js';
 import { Controller } from './controller.js';
+import { HeapRelease } from './heap-release.js';
 import { LeaderElector } from './leader-election.js';
 import { ReconcilerMetrics } from './metrics.js';
 import { startProbeServer, type ProbeServer } from './probe-server.js';
@@ -45,6 +46,7 @@ export class ReconcilerService {
   /** Refuses to act while KubeDirector's CRDs or operator are there (it delivers configmeta itself). */
   readonly guard: KubeDirectorGuard;
   private working = false;
+  private readonly heapRelease: HeapRelease;
 
   constructor(private readonly opts: ReconcilerServiceOptions) {
     const { config, log } = opts;
@@ -53,6 +55,11 @@ export class ReconcilerService {
     this.client = new KubeClient(opts.kubeConfig, `kd-connections-reconciler/${config.identity}`);
     const exec = config.reconnectHook ? new WebSocketPodExec(() => opts.kubeConfig.clientNodeConfig()) : undefined;
     this.controller = new Controller(this.client, config, this.metrics, log, exec);
+    this.heapRelease = new HeapRelease({
+      log,
+      intervalMs: config.heapReleaseIntervalMs,
+      onRelease: (reason) => this.metrics.heapReleases.inc({ reason }),
+    });
     this.guard = new KubeDirectorGuard({
       client: this.client,
       log,
@@ -101,6 +108,11 @@ export class ReconcilerService {
     this.working = true;
     this.controller.caches.start();
     await this.controller.caches.waitForSync(this.opts.syncTimeoutMs ?? 10 * 60_000);
+    // The initial lists were the largest burst this process makes; a standby would keep their garbage.
+    if (cfg.heapReleaseIntervalMs > 0) {
+      this.heapRelease.releaseNow('caches synced');
+      this.heapRelease.start();
+    }
 
     if (cfg.leaderElect) {
       this.elector = new LeaderElector({
@@ -127,6 +139,7 @@ export class ReconcilerService {
   /** Lets the reconciles in flight finish, releases the lease, stops the caches and the probe server. */
   async stop(): Promise<void> {
     this.guard.stop();
+    this.heapRelease.stop();
     await this.controller.stopLeading();
     await this.elector?.stop();
     this.solo?.abort();

@@ -53,6 +53,7 @@ describe('reconciler configuration', () => {
       metricsPort: 8080,
       relistPeriodMs: 600_000,
       watchTimeoutSeconds: 300,
+      heapReleaseIntervalMs: 10_000,
       logLevel: 'info',
     });
     expect(loadConfig([], ENV).identity).toMatch(/-[0-9a-f]{6}$/);
@@ -67,10 +68,17 @@ describe('reconciler configuration', () => {
     });
     expect(
       loadConfig(
-        ['--secret-connections', '--namespaces=c', '--lease-duration=20', '--metrics-bind-address=127.0.0.1:0'],
+        [
+          '--secret-connections',
+          '--namespaces=c',
+          '--lease-duration=20',
+          '--metrics-bind-address=127.0.0.1:0',
+          '--heap-release-interval=0',
+        ],
         env,
       ),
     ).toMatchObject({
+      heapReleaseIntervalMs: 0,
       secretConnections: true,
       namespaces: ['c'],
       leaseDurationMs: 20_000,

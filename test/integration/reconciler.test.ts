@@ -440,6 +440,11 @@ describe('restart and leadership', () => {
     await new Promise((r) => setTimeout(r, 2000));
     expect([...reconcilerWrites(since), ...reconcilerWrites(since, other)]).toEqual([]);
     expect(await rec.metric('kd_reconciler_api_writes_total')).toBe(0);
+    // The end of the initial lists returned their memory: one full collection, logged with its figures.
+    expect(await rec.metric('kd_reconciler_heap_releases_total', { reason: 'caches synced' })).toBe(1);
+    const released = await rec.waitForLog((l) => l.msg === 'released memory');
+    expect(released).toMatchObject({ reason: 'caches synced' });
+    expect(released.heapUsedAfterMiB as number).toBeLessThanOrEqual(released.heapUsedBeforeMiB as number);
   });
 
   it('two reconcilers with leader election never both write, and the standby takes over on shutdown', async () => {
