@@ -103,7 +103,8 @@ while :; do
     elif { same "$doc" ${CONFIGMETA_FILE} || swap ${CONFIGMETA_FILE} 0644 "$doc"; } &&
       { [ ! -f "$gen" ] || same "$gen" ${GENERATOR_FILE} || swap ${GENERATOR_FILE} 0644 "$gen"; }; then
       last=$d
-      echo "kd-guestconfig: delivered generator $(cat "$dir/${GENERATOR_FILE}" 2>/dev/null)"
+      # $d names the kubelet's update (..YYYY_MM_DD_hh_mm_ss.N, UTC): how long the swap took after it.
+      echo "kd-guestconfig: delivered generator $(cat "$dir/${GENERATOR_FILE}" 2>/dev/null) from $d"
     fi
   fi
   pause
