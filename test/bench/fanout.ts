@@ -8,7 +8,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ANNOTATION_CONFIGMETA } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { apply, configMap, kdApp } from '../support/kd-objects.js';
 import { benchEnv, say, timer } from './env.js';
@@ -21,6 +22,7 @@ import {
   waitQuiet,
   type WriteCounts,
 } from './reconciler-probes.js';
+import { watchPodAnnotation } from './pod-annotation-watch.js';
 import { rawPatchRate, type RawPatchResult } from './raw-patch.js';
 import type { Scale } from './scale.js';
 import { percentile, round } from './stats.js';
@@ -29,7 +31,6 @@ import { type ReconcilerProcess, startReconciler } from '../support/services.js'
 const CM = 'shared-config';
 /** configmeta groups connected ConfigMaps by this label value (kubedirector.hpe.com/cmType). */
 const CM_TYPE = 'settings';
-const ANNOTATION = 'kubedirector.hpe.com/configmeta';
 
 export interface FanoutResult {
   clusters: number;
@@ -105,41 +106,21 @@ export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): P
 
     // The edit, watched from here.
     const token = `v2-${Date.now().toString(36)}`;
-    const list = await core.listNamespacedPod({ namespace: ns, limit: 1 });
-    const updatedAt = new Map<string, number>();
-    let editStart = 0;
-    let allDone!: () => void;
-    let watchFailed!: (e: unknown) => void;
-    const all = new Promise<void>((ok, fail) => {
-      allDone = ok;
-      watchFailed = fail;
-    });
-    const watch = await new Watch(env.kc).watch(
-      `/api/v1/namespaces/${ns}/pods`,
-      { resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
-      (type: string, obj: { metadata?: { name?: string; annotations?: Record<string, string> } }) => {
-        if (type !== 'MODIFIED' || !editStart) return;
-        const name = obj.metadata?.name ?? '';
-        const text = obj.metadata?.annotations?.[ANNOTATION];
-        if (updatedAt.has(name) || !text) return;
-        const doc = JSON.parse(text) as {
-          connections?: {
-            configmaps?: Record<string, { metadata?: { name?: string }; data?: { version?: string } }[]>;
-          };
+    const watch = await watchPodAnnotation(env.kc, ns, ANNOTATION_CONFIGMETA, pods, (text) => {
+      const doc = JSON.parse(text) as {
+        connections?: {
+          configmaps?: Record<string, { metadata?: { name?: string }; data?: { version?: string } }[]>;
         };
-        const entries = doc.connections?.configmaps?.[CM_TYPE] ?? [];
-        if (!entries.some((e) => e.metadata?.name === CM && e.data?.version === token)) return;
-        updatedAt.set(name, performance.now() - editStart);
-        if (updatedAt.size === pods) allDone();
-      },
-      (err: unknown) => {
-        if (err && updatedAt.size < pods) watchFailed(err);
-      },
-    );
+      };
+      const entries = doc.connections?.configmaps?.[CM_TYPE] ?? [];
+      return entries.some((e) => e.metadata?.name === CM && e.data?.version === token);
+    });
+    const updatedAt = watch.seen;
     const since = new Date();
     const before = await counters(rec);
     // Timed from just before the PATCH is sent (the reconciler may act before its answer arrives here).
-    editStart = performance.now();
+    const editStart = performance.now();
+    watch.start();
     await core.patchNamespacedConfigMap(
       { name: CM, namespace: ns, body: [{ op: 'replace', path: '/data/version', value: token }] },
       setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
@@ -147,8 +128,7 @@ export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): P
     const deadline = sleep(s.deadlineSec * 1000).then(() => {
       throw new Error(`only ${updatedAt.size}/${pods} pods hold the new configmeta after ${s.deadlineSec} s`);
     });
-    await Promise.race([all, deadline]);
-    watch.abort();
+    await Promise.race([watch.all, deadline]).finally(() => watch.stop());
     const after = await waitQuiet(
       rec,
       'after the edit',
@@ -237,5 +217,14 @@ export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): P
   } finally {
     await rec?.stop();
     if (logDir && rec) writeFileSync(join(logDir, `fanout-${rec.identity}.log`), rec.output());
+    // Its pods never run (no node takes them). Left behind as 1,000 unschedulable pods, they slowed the
+    // in-container section, which starts a scheduler and a node (results/diag-ic-*): its first documents
+    // came 67 s after its pods were created instead of 31–36 s, and a few members got the edit 15–18 s
+    // late (their volume was refreshed by the kubelet's periodic resync, not by the pod update), max 2.4 s
+    // without them.
+    // Not --wait: kubectl waits for each of the 1,200 objects in turn (80 s); unscheduled pods go at once.
+    const gone = await env.kubectl(['delete', 'pods,kubedirectorclusters', '--all', '--wait=false']);
+    if (gone.code !== 0) say(`fan-out: could not delete the section's objects: ${gone.stderr}`);
+    for (let i = 0; i < 60 && (await env.kubectl(['get', 'pods', '-o', 'name'])).stdout.trim(); i++) await sleep(1000);
   }
 }

@@ -11,7 +11,7 @@
  * "first document read" also covers the sidecar's gate: the app starts only once the file exists.
  */
 import { readFileSync } from 'node:fs';
-import { CONFIGMETA_DIR, CONFIGMETA_FILE, GUESTCONFIG_SIDECAR } from '@kd-connections/shared';
+import { ANNOTATION_CONFIGMETA, CONFIGMETA_DIR, CONFIGMETA_FILE, GUESTCONFIG_SIDECAR } from '@kd-connections/shared';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { startNode, TEST_NODE_TOLERATION, type NodeHandle } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
@@ -19,6 +19,7 @@ import { apply, configMap, kdApp, kdCluster, withDelivery } from '../support/kd-
 import { sleep } from '../support/processes.js';
 import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 import { benchEnv, mapLimit, say, timer } from './env.js';
+import { watchPodAnnotation } from './pod-annotation-watch.js';
 import type { Scale } from './scale.js';
 import { percentile, round } from './stats.js';
 
@@ -47,6 +48,15 @@ export interface InContainerResult {
    * API server, kubelet volume update, the sidecar's poll); the rest is the app's own 0.1 s poll.
    */
   swap: { seen: number; p50Ms: number; maxMs: number };
+  /**
+   * Edit → the pod object carries the new configmeta (a watch from the bench): the reconciler and the API
+   * server's part. `kubelet` is, per pod, the sidecar's swap minus this: the kubelet's volume update and
+   * the sidecar's poll.
+   */
+  patched: { seen: number; p50Ms: number; maxMs: number };
+  kubelet: { p50Ms: number; maxMs: number };
+  /** Edit → the kubelet's volume update the sidecar swapped in (its directory name: whole seconds, so ±1 s). */
+  volume?: { seen: number; p50Ms: number; maxMs: number };
 }
 
 const uptime = () => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
@@ -141,8 +151,12 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
     say(`in-container: every pod Ready ${allReadySeconds} s after creation; editing ${SETTLE_MS / 1000} s later`);
     await sleep(SETTLE_MS);
 
+    const watch = await watchPodAnnotation(env.kc, env.namespace, ANNOTATION_CONFIGMETA, pods, (v) =>
+      v.includes(AFTER),
+    );
     const t0 = uptime();
     const wall0 = Date.now();
+    watch.start();
     const p = await env.kubectl([
       'patch',
       'configmap',
@@ -154,18 +168,29 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
     if (p.code !== 0) throw new Error(`patch failed: ${p.stderr}`);
     const latencies = (await untilLogged(/^seen ([\d.]+)$/m, 'edit seen')).map((up) => (Number(up) - t0) * 1000);
     latencies.sort((a, b) => a - b);
-    const swaps = (
-      await mapLimit(podNames, 4, async (name) => {
-        const r = await env.kubectl(['logs', name, '-c', GUESTCONFIG_SIDECAR, '--timestamps']);
-        const last = r.stdout
-          .split('\n')
-          .filter((l) => l.includes('delivered generator'))
-          .at(-1);
-        return last ? Date.parse(last.split(' ')[0]!) - wall0 : NaN;
-      })
-    )
-      .filter((ms) => ms > 0)
-      .sort((a, b) => a - b);
+    watch.stop();
+    // The sidecar's last swap: its log timestamp, and the kubelet's update it took (the volume's
+    // timestamped directory, named in UTC to the second).
+    const sidecar = await mapLimit(podNames, 4, async (name) => {
+      const r = await env.kubectl(['logs', name, '-c', GUESTCONFIG_SIDECAR, '--timestamps']);
+      const last = r.stdout
+        .split('\n')
+        .filter((l) => l.includes('delivered generator'))
+        .at(-1);
+      const dir = /from \.\.(\d{4})_(\d\d)_(\d\d)_(\d\d)_(\d\d)_(\d\d)\./.exec(last ?? '');
+      const [y, mo, d, h, mi, sec] = (dir?.slice(1) ?? []).map(Number);
+      return {
+        swapAt: last ? Date.parse(last.split(' ')[0]!) - wall0 : NaN,
+        volumeAt: dir ? Date.UTC(y!, mo! - 1, d!, h!, mi!, sec!) - wall0 : NaN,
+      };
+    });
+    const swapAt = sidecar.map((x) => x.swapAt);
+    const sorted = (xs: number[]) => xs.filter((ms) => ms > 0).sort((a, b) => a - b);
+    const swaps = sorted(swapAt);
+    // Whole seconds, rounded down: an update in the edit's own second shows as ≤ 0 and is left out.
+    const volumes = sorted(sidecar.map((x) => x.volumeAt));
+    const patched = sorted([...watch.seen.values()]);
+    const kubelet = sorted(podNames.map((n, i) => swapAt[i]! - (watch.seen.get(n) ?? NaN)));
     const result: InContainerResult = {
       clusters: s.clusters,
       pods,
@@ -178,11 +203,17 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
         p50Ms: round(percentile(latencies, 50)),
         maxMs: round(latencies[latencies.length - 1] ?? NaN),
       },
-      swap: { seen: swaps.length, p50Ms: round(percentile(swaps, 50)), maxMs: round(swaps[swaps.length - 1] ?? NaN) },
+      swap: { seen: swaps.length, p50Ms: round(percentile(swaps, 50)), maxMs: round(swaps.at(-1) ?? NaN) },
+      patched: { seen: patched.length, p50Ms: round(percentile(patched, 50)), maxMs: round(patched.at(-1) ?? NaN) },
+      kubelet: { p50Ms: round(percentile(kubelet, 50)), maxMs: round(kubelet.at(-1) ?? NaN) },
+      volume: { seen: volumes.length, p50Ms: round(percentile(volumes, 50)), maxMs: round(volumes.at(-1) ?? NaN) },
     };
     say(
       `in-container: edit readable in ${latencies.length}/${pods} containers, p50 ${result.edit.p50Ms} ms, max ${result.edit.maxMs} ms; ` +
-        `swapped in by the sidecar (${swaps.length} pods) p50 ${result.swap.p50Ms} ms, max ${result.swap.maxMs} ms`,
+        `swapped in by the sidecar (${swaps.length} pods) p50 ${result.swap.p50Ms} ms, max ${result.swap.maxMs} ms; ` +
+        `pod objects patched (${patched.length}) p50 ${result.patched.p50Ms} ms, max ${result.patched.maxMs} ms; ` +
+        `patched → swapped p50 ${result.kubelet.p50Ms} ms, max ${result.kubelet.maxMs} ms; ` +
+        `kubelet volume update (whole seconds) p50 ${result.volume?.p50Ms} ms, max ${result.volume?.maxMs} ms`,
     );
     return result;
   } finally {

@@ -74,7 +74,7 @@ export interface MemoryResult {
     env?: Record<string, string>;
     error?: string;
   } & Partial<StandbyFigures>)[];
-  /** Runs of the A/B (2026-12-03-rss-ab-*): KD_RECONCILER_NODE_OPTIONS, the reconcilers' NODE_OPTIONS then. */
+  /** The reconcilers' NODE_OPTIONS (the services' own flags unless the run chose others). */
   reconcilerNodeOptions?: string;
   /** The reconcilers' extra environment, when the run set one. */
   reconcilerEnv?: NodeJS.ProcessEnv;
@@ -298,6 +298,7 @@ export async function reconcilerMemory(
       ...(standbyAfterDelivery ? { standbyAfterDelivery } : {}),
       ...(standbyAfterDeliveryError ? { standbyAfterDeliveryError } : {}),
       ...(opts.reconcilerEnv ? { reconcilerEnv: opts.reconcilerEnv } : {}),
+      reconcilerNodeOptions: opts.reconcilerEnv?.NODE_OPTIONS ?? serviceNodeOptions('reconciler'),
       ...(snapshot || leaderSnapshot
         ? { heapSnapshots: { standbyAfterDelivery: snapshot, leader: leaderSnapshot } }
         : {}),

@@ -629,6 +629,18 @@ function renderInContainer(x: InContainerResult, s: SectionResult): string[] {
     '',
     `Edit of the ConfigMap → new content read by the app in the container: ${x.edit.seen}/${x.pods} containers, min ${f(x.edit.minMs, ' ms')}, median **${f(x.edit.p50Ms, ' ms')}**, max **${f(x.edit.maxMs, ' ms')}** (each container polls every 0.1 s).`,
     '',
+    ...(x.swap
+      ? [
+          `Where the time went: the kd-guestconfig sidecar swapped the new document in (container log timestamps) p50 ${f(x.swap.p50Ms, ' ms')}, max ${f(x.swap.maxMs, ' ms')} after the edit (${x.swap.seen} pods)` +
+            (x.patched && x.kubelet
+              ? `; the pod objects carried it (a watch from the bench: reconciler + API server) p50 ${f(x.patched.p50Ms, ' ms')}, max ${f(x.patched.maxMs, ' ms')} (${x.patched.seen} pods); per pod, patched → swapped (kubelet volume update + the sidecar's 0.3 s poll) p50 ${f(x.kubelet.p50Ms, ' ms')}, max ${f(x.kubelet.maxMs, ' ms')}` +
+                (x.volume
+                  ? `; the kubelet's volume update that the sidecar took (its directory's name, whole seconds) p50 ${f(x.volume.p50Ms, ' ms')}, max ${f(x.volume.maxMs, ' ms')} after the edit.`
+                  : '.')
+              : '.'),
+          '',
+        ]
+      : []),
   ];
 }
 
