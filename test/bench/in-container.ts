@@ -19,7 +19,7 @@ import { apply, configMap, kdApp, kdCluster, withDelivery } from '../support/kd-
 import { sleep } from '../support/processes.js';
 import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 import { benchEnv, mapLimit, say, timer } from './env.js';
-import { watchPodAnnotation } from './pod-annotation-watch.js';
+import { watchPodAnnotation, type PodAnnotationWatch } from './pod-annotation-watch.js';
 import type { Scale } from './scale.js';
 import { percentile, round } from './stats.js';
 
@@ -56,7 +56,7 @@ export interface InContainerResult {
   patched: { seen: number; p50Ms: number; maxMs: number };
   kubelet: { p50Ms: number; maxMs: number };
   /** Edit → the kubelet's volume update the sidecar swapped in (its directory name: whole seconds, so ±1 s). */
-  volume?: { seen: number; p50Ms: number; maxMs: number };
+  volume: { seen: number; p50Ms: number; maxMs: number };
 }
 
 const uptime = () => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
@@ -101,6 +101,7 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
   const pods = s.clusters * s.podsPerCluster;
   let node: NodeHandle | undefined;
   let rec: ReconcilerProcess | undefined;
+  let watch: PodAnnotationWatch | undefined;
   try {
     const tn = timer();
     // Tainted: the earlier sections' pods (1,000 fan-out pods, never meant to run) must not be
@@ -151,9 +152,7 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
     say(`in-container: every pod Ready ${allReadySeconds} s after creation; editing ${SETTLE_MS / 1000} s later`);
     await sleep(SETTLE_MS);
 
-    const watch = await watchPodAnnotation(env.kc, env.namespace, ANNOTATION_CONFIGMETA, pods, (v) =>
-      v.includes(AFTER),
-    );
+    watch = await watchPodAnnotation(env.kc, env.namespace, ANNOTATION_CONFIGMETA, pods, (v) => v.includes(AFTER));
     const t0 = uptime();
     const wall0 = Date.now();
     watch.start();
@@ -189,8 +188,9 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
     const swaps = sorted(swapAt);
     // Whole seconds, rounded down: an update in the edit's own second shows as ≤ 0 and is left out.
     const volumes = sorted(sidecar.map((x) => x.volumeAt));
-    const patched = sorted([...watch.seen.values()]);
-    const kubelet = sorted(podNames.map((n, i) => swapAt[i]! - (watch.seen.get(n) ?? NaN)));
+    const patchedAt = watch.seen;
+    const patched = sorted([...patchedAt.values()]);
+    const kubelet = sorted(podNames.map((n, i) => swapAt[i]! - (patchedAt.get(n) ?? NaN)));
     const result: InContainerResult = {
       clusters: s.clusters,
       pods,
@@ -213,10 +213,11 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
         `swapped in by the sidecar (${swaps.length} pods) p50 ${result.swap.p50Ms} ms, max ${result.swap.maxMs} ms; ` +
         `pod objects patched (${patched.length}) p50 ${result.patched.p50Ms} ms, max ${result.patched.maxMs} ms; ` +
         `patched → swapped p50 ${result.kubelet.p50Ms} ms, max ${result.kubelet.maxMs} ms; ` +
-        `kubelet volume update (whole seconds) p50 ${result.volume?.p50Ms} ms, max ${result.volume?.maxMs} ms`,
+        `kubelet volume update (whole seconds) p50 ${result.volume.p50Ms} ms, max ${result.volume.maxMs} ms`,
     );
     return result;
   } finally {
+    watch?.stop();
     await rec?.stop();
     const traces = await node?.stop();
     if (traces?.length) say(`in-container: the node left traces: ${traces.join('; ')}`);
