@@ -3,7 +3,7 @@
  * goes back (uid and apiVersion echoed, patch base64-encoded only when non-empty, warnings only when
  * there are some). Pure; no I/O.
  */
-import type { PatchOp } from '@kd-connections/shared';
+import { shortJson, type PatchOp } from '@kd-connections/shared';
 
 /** v1 is what the webhook configurations register; v1beta1 has the same shape and is answered in kind. */
 export const SUPPORTED_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
@@ -71,7 +71,7 @@ function describe(v: unknown): string {
   if (v === undefined) return 'nothing';
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? v.slice(0, 64) + '…' : v);
+  if (typeof v === 'string') return shortJson(v, 64);
   return typeof v === 'object' ? 'an object' : `${typeof v} ${String(v)}`;
 }
 

@@ -4,7 +4,13 @@
  * allowed unchanged: the configuration decides what is sent, and refusing what we do not understand
  * would turn a configuration slip into an outage.
  */
-import { jsonEqual, type AppLookup, type PodDeliveryOptions, type RuleOptions } from '@kd-connections/shared';
+import {
+  jsonEqual,
+  shortJson,
+  type AppLookup,
+  type PodDeliveryOptions,
+  type RuleOptions,
+} from '@kd-connections/shared';
 import {
   toResponse,
   type AdmissionRequest,
@@ -174,7 +180,7 @@ function describe(v: unknown): string {
   if (v === undefined) return 'nothing';
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? v.slice(0, 64) + '…' : v);
+  if (typeof v === 'string') return shortJson(v, 64);
   return typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`;
 }
 

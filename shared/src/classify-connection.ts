@@ -7,6 +7,8 @@
  */
 import { describeAllowed, describeApp, isConnectable } from './connectable.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
+import { SHOWN_NAME_MAX } from './names.js';
+import { shortText } from './short-json.js';
 import {
   LABEL_CM_TYPE,
   LABEL_SECRET_TYPE,
@@ -58,12 +60,12 @@ export function classifyCluster(f: ClusterFacts, opts: RuleOptions): Verdict {
         : '';
     return {
       state: 'NotConnectable',
-      message: `cluster "${f.name}" uses app "${String(f.target.spec?.app)}", which was not found ${where}${unchecked}`,
+      message: `cluster "${f.name}" uses app "${shortText(f.target.spec?.app, SHOWN_NAME_MAX)}", which was not found ${where}${unchecked}`,
     };
   }
   if (!f.own) {
     const which = f.ownRef
-      ? `app "${String(f.ownRef.app)}" was not found ${appSearchDescription(f.namespace, f.ownRef.appCatalog, opts.systemNamespace)}`
+      ? `app "${shortText(f.ownRef.app, SHOWN_NAME_MAX)}" was not found ${appSearchDescription(f.namespace, f.ownRef.appCatalog, opts.systemNamespace)}`
       : 'own app was not found';
     return { state: 'NotConnectable', message: `this cluster's ${which}, so connectable_to cannot be checked` };
   }

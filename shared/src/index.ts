@@ -1,5 +1,6 @@
 export * from './types.js';
 export * from './names.js';
+export * from './short-json.js';
 export * from './field-errors.js';
 export * from './connection-sets.js';
 export * from './connectable.js';

@@ -11,7 +11,8 @@ import type { FieldError, RuleResult } from './field-errors.js';
 import { generatorValueError } from './generator.js';
 import { jsonEqual } from './json-equal.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
-import { invalidObjectName } from './names.js';
+import { invalidObjectName, SHOWN_NAME_MAX } from './names.js';
+import { shortJson } from './short-json.js';
 import { CONNECTION_LISTS, KIND_OF_LIST, type ConnectionList, type KDCluster } from './types.js';
 
 export interface ClusterReview {
@@ -43,8 +44,14 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
   // The cluster's own app: required on create and when the app reference changes; otherwise a
   // missing app must not block an unrelated update, so it only warns.
   const appChanged = !oldSpec || oldSpec.app !== spec.app || oldSpec.appCatalog !== spec.appCatalog;
-  const own = await resolveApp(lookup, ns, spec, opts.systemNamespace);
-  if (!own) {
+  // A name no object can have is not looked up (a megabyte of it would not even fit in a request line).
+  const badApp = typeof spec.app === 'string' && spec.app !== '' ? invalidObjectName(spec.app) : undefined;
+  const own = badApp ? undefined : await resolveApp(lookup, ns, spec, opts.systemNamespace);
+  if (badApp) {
+    const msg = `${shortJson(spec.app, SHOWN_NAME_MAX)} ${badApp}`;
+    if (appChanged) errors.push({ field: 'spec.app', message: msg });
+    else warnings.push(`spec.app: ${msg}; connections cannot be checked against its connectable_to`);
+  } else if (!own) {
     const msg = `app "${String(spec.app)}" not found ${appSearchDescription(ns, spec.appCatalog, opts.systemNamespace)}`;
     if (appChanged) errors.push({ field: 'spec.app', message: msg });
     else warnings.push(`spec.app: ${msg}; connections cannot be checked against its connectable_to`);
@@ -123,7 +130,7 @@ function entryProblem(
 ): FieldError | undefined {
   const field = `spec.connections.${list}[${i}]`;
   const bad = invalidObjectName(item);
-  if (bad) return { field, message: `${JSON.stringify(item)} ${bad}` };
+  if (bad) return { field, message: `${shortJson(item, SHOWN_NAME_MAX)} ${bad}` };
   const n = item as string;
   const first = seen.get(n);
   if (first !== undefined) return { field, message: `duplicate entry "${n}" (also at index ${first})` };

@@ -530,6 +530,27 @@ describe('validateCluster rule table', () => {
     for (const r of objectReads) expect(r).toMatch(/ ml\//);
   });
 
+  it('an app name no object can have is refused without a lookup, and a megabyte of it is not echoed', async () => {
+    const w = world();
+    const huge = 'é'.repeat(1 << 20);
+    const result = await validateCluster(
+      create(cluster('nb', huge, { connections: { clusters: ['training', 'x'.repeat(1 << 20)] } })),
+      w,
+      OPTS,
+    );
+    const errors = result.errors.map(formatFieldError);
+    expect(errors).toEqual([
+      `spec.app: "${'é'.repeat(256)}…" must be at most 253 characters (has ${1 << 20})`,
+      `spec.connections.clusters[0]: this cluster's app "${'é'.repeat(256)}…" was not found in namespace "ml" or in the system catalog (namespace "kd-system"), so connectable_to cannot be checked`,
+      `spec.connections.clusters[1]: "${'x'.repeat(256)}…" must be at most 253 characters (has ${1 << 20})`,
+    ]);
+    // The connected cluster's app is read; the invalid one never.
+    expect(w.reads.filter((r) => r.startsWith('KubeDirectorApp'))).toEqual(['KubeDirectorApp ml/training-engine']);
+    // An invalid name of valid length: refused the same way, on an update that changes it.
+    const renamed = await validateCluster(update(nb(), cluster('nb', 'Bad_App')), world(), OPTS);
+    expect(renamed.errors.map(formatFieldError)).toEqual([`spec.app: "Bad_App" ${NAME_RULE}`]);
+  });
+
   it('the denial message has one line per violation, each with its field path', async () => {
     const result = await validateCluster(
       create(nb({ connections: { clusters: ['ghost', 'nb'], configmaps: ['plain-cm'] } })),
