@@ -11,6 +11,7 @@ import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { kdApp, kdCluster, configMap } from '../support/kd-objects.js';
 import { ok } from '../support/processes.js';
+import { reviewLogBarrier } from '../support/review-log-barrier.js';
 import { startAdmission, type RunningAdmission } from '../support/services.js';
 import {
   registerWebhooks,
@@ -73,6 +74,7 @@ describe('a manifest with five problems', () => {
       `- spec.connections.clusters[4]: "Bad_Name" must be a lowercase RFC 1123 name: letters a-z, digits, '-' and '.', starting and ending with a letter or digit`,
     ]);
     // One review decided it; the validating webhook was never reached.
+    await reviewLogBarrier(env, svc!, 'barrier', JSON.stringify(kdCluster('barrier', 'db')));
     const judged = svc!
       .logs()
       .slice(before)
