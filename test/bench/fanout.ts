@@ -218,10 +218,8 @@ export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): P
     await rec?.stop();
     if (logDir && rec) writeFileSync(join(logDir, `fanout-${rec.identity}.log`), rec.output());
     // Its pods never run (no node takes them). Left behind as 1,000 unschedulable pods, they slowed the
-    // in-container section, which starts a scheduler and a node (results/diag-ic-*): its first documents
-    // came 67 s after its pods were created instead of 31–36 s, and a few members got the edit 15–18 s
-    // late (their volume was refreshed by the kubelet's periodic resync, not by the pod update), max 2.4 s
-    // without them.
+    // in-container section, which starts a scheduler and a node: its first documents came 51–67 s after
+    // its pods were created instead of 31–42 s (results/diag-*, 2026-12-03-issue19*).
     // Not --wait: kubectl waits for each of the 1,200 objects in turn (80 s); unscheduled pods go at once.
     const gone = await env.kubectl(['delete', 'pods,kubedirectorclusters', '--all', '--wait=false']);
     if (gone.code !== 0) say(`fan-out: could not delete the section's objects: ${gone.stderr}`);
