@@ -47,12 +47,10 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
   // A name no object can have is not looked up (a megabyte of it would not even fit in a request line).
   const badApp = typeof spec.app === 'string' && spec.app !== '' ? invalidObjectName(spec.app) : undefined;
   const own = badApp ? undefined : await resolveApp(lookup, ns, spec, opts.systemNamespace);
-  if (badApp) {
-    const msg = `${shortJson(spec.app, SHOWN_NAME_MAX)} ${badApp}`;
-    if (appChanged) errors.push({ field: 'spec.app', message: msg });
-    else warnings.push(`spec.app: ${msg}; connections cannot be checked against its connectable_to`);
-  } else if (!own) {
-    const msg = `app "${String(spec.app)}" not found ${appSearchDescription(ns, spec.appCatalog, opts.systemNamespace)}`;
+  if (!own) {
+    const msg = badApp
+      ? `${shortJson(spec.app, SHOWN_NAME_MAX)} ${badApp}`
+      : `app "${String(spec.app)}" not found ${appSearchDescription(ns, spec.appCatalog, opts.systemNamespace)}`;
     if (appChanged) errors.push({ field: 'spec.app', message: msg });
     else warnings.push(`spec.app: ${msg}; connections cannot be checked against its connectable_to`);
   }

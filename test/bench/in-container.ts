@@ -21,7 +21,7 @@ import { startReconciler, type ReconcilerProcess } from '../support/services.js'
 import { benchEnv, mapLimit, say, timer } from './env.js';
 import { watchPodAnnotation, type PodAnnotationWatch } from './pod-annotation-watch.js';
 import type { Scale } from './scale.js';
-import { percentile, round } from './stats.js';
+import { percentile, round, summarize } from './stats.js';
 
 const CM = 'in-container-config';
 const BEFORE = 'mark-before';
@@ -60,6 +60,12 @@ export interface InContainerResult {
 }
 
 const uptime = () => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+
+/** Count, p50 and max of the positive samples (ms); a pod without one (NaN) is left out. */
+function spread(ms: number[]): { seen: number; p50Ms: number; maxMs: number } {
+  const s = summarize(ms.filter((v) => v > 0));
+  return { seen: s.count, p50Ms: s.p50, maxMs: s.max };
+}
 
 // Polls with `read -t 0.1` on a private FIFO (a sleep without a process) and `read` of the file.
 const WATCH = `f=${CONFIGMETA_DIR}/${CONFIGMETA_FILE}
@@ -184,13 +190,8 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
       };
     });
     const swapAt = sidecar.map((x) => x.swapAt);
-    const sorted = (xs: number[]) => xs.filter((ms) => ms > 0).sort((a, b) => a - b);
-    const swaps = sorted(swapAt);
-    // Whole seconds, rounded down: an update in the edit's own second shows as ≤ 0 and is left out.
-    const volumes = sorted(sidecar.map((x) => x.volumeAt));
     const patchedAt = watch.seen;
-    const patched = sorted([...patchedAt.values()]);
-    const kubelet = sorted(podNames.map((n, i) => swapAt[i]! - (patchedAt.get(n) ?? NaN)));
+    const kubelet = spread(podNames.map((n, i) => swapAt[i]! - (patchedAt.get(n) ?? NaN)));
     const result: InContainerResult = {
       clusters: s.clusters,
       pods,
@@ -203,15 +204,16 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
         p50Ms: round(percentile(latencies, 50)),
         maxMs: round(latencies[latencies.length - 1] ?? NaN),
       },
-      swap: { seen: swaps.length, p50Ms: round(percentile(swaps, 50)), maxMs: round(swaps.at(-1) ?? NaN) },
-      patched: { seen: patched.length, p50Ms: round(percentile(patched, 50)), maxMs: round(patched.at(-1) ?? NaN) },
-      kubelet: { p50Ms: round(percentile(kubelet, 50)), maxMs: round(kubelet.at(-1) ?? NaN) },
-      volume: { seen: volumes.length, p50Ms: round(percentile(volumes, 50)), maxMs: round(volumes.at(-1) ?? NaN) },
+      swap: spread(swapAt),
+      patched: spread([...patchedAt.values()]),
+      kubelet: { p50Ms: kubelet.p50Ms, maxMs: kubelet.maxMs },
+      // Whole seconds, rounded down: an update in the edit's own second shows as ≤ 0 and is left out.
+      volume: spread(sidecar.map((x) => x.volumeAt)),
     };
     say(
       `in-container: edit readable in ${latencies.length}/${pods} containers, p50 ${result.edit.p50Ms} ms, max ${result.edit.maxMs} ms; ` +
-        `swapped in by the sidecar (${swaps.length} pods) p50 ${result.swap.p50Ms} ms, max ${result.swap.maxMs} ms; ` +
-        `pod objects patched (${patched.length}) p50 ${result.patched.p50Ms} ms, max ${result.patched.maxMs} ms; ` +
+        `swapped in by the sidecar (${result.swap.seen} pods) p50 ${result.swap.p50Ms} ms, max ${result.swap.maxMs} ms; ` +
+        `pod objects patched (${result.patched.seen}) p50 ${result.patched.p50Ms} ms, max ${result.patched.maxMs} ms; ` +
         `patched → swapped p50 ${result.kubelet.p50Ms} ms, max ${result.kubelet.maxMs} ms; ` +
         `kubelet volume update (whole seconds) p50 ${result.volume.p50Ms} ms, max ${result.volume.maxMs} ms`,
     );
