@@ -76,3 +76,27 @@ describe('CachedLookup in the reconciler mode', () => {
     expect(calls).toEqual([]);
   });
 });
+
+describe('CachedLookup: names no object can have', () => {
+  it.each([
+    ['a namespace of a megabyte', 'é'.repeat(1 << 20), 'cm'],
+    ['an upper-case namespace', 'ML', 'cm'],
+    ['a namespace longer than a label', 'n'.repeat(64), 'cm'],
+    ['a name of "."', 'ml', '.'],
+    ['a name with "%"', 'ml', 'a%2Fb'],
+    ['a name with a lone surrogate', 'ml', 'a\uD800'],
+    ['a name longer than a subdomain', 'ml', 'n'.repeat(254)],
+  ])('%s: missing, and nothing is read', async (_what, namespace, name) => {
+    const { lookup, calls } = reader({});
+    expect(await lookup.getConfigMap(namespace, name)).toBeUndefined();
+    expect(calls).toEqual([]);
+  });
+
+  it('the longest valid namespace and name are read', async () => {
+    const { lookup, calls } = reader({});
+    const ns = 'n'.repeat(63);
+    const name = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}`;
+    expect(await lookup.getConfigMap(ns, name)).toBeUndefined();
+    expect(calls).toEqual([`/api/v1/namespaces/${ns}/configmaps/${name}`]);
+  });
+});

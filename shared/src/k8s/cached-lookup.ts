@@ -10,6 +10,7 @@ import { GROUP, KDAPP_PLURAL, KDCLUSTER_PLURAL, LABEL_CM_TYPE, LABEL_SECRET_TYPE
 import type { KDApp, KDCluster, MetaObject } from '../types.js';
 import type { AppLookup } from '../lookup.js';
 import { metaOnly, slimObject } from '../trim-object.js';
+import { DNS1123_LABEL_RE, invalidObjectName } from '../names.js';
 import { ACCEPT_JSON, ACCEPT_META, errorStatus, type KubeClient } from './kube-client.js';
 
 /** What a cache offers; shared's Informer satisfies it. */
@@ -61,20 +62,14 @@ export function liveGet(client: KubeClient, timeoutMs = 3000): LiveGet {
 
 const enc = encodeURIComponent;
 
-/** A UTF-16 surrogate without its pair: no object name holds one, and encodeURIComponent throws on it. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Kubernetes' rule for a name in a URL path (IsValidPathSegmentName), not empty, and valid Unicode. */
-function pathSegment(s: unknown): boolean {
-  return (
-    typeof s === 'string' &&
-    s !== '' &&
-    s !== '.' &&
-    s !== '..' &&
-    !s.includes('/') &&
-    !s.includes('%') &&
-    !LONE_SURROGATE.test(s)
-  );
+/**
+ * Whether an object could be called this: namespaces are RFC 1123 labels and these kinds' names RFC 1123
+ * subdomains (apimachinery's NameIsDNSSubdomain, which custom resources use too). Anything else does not
+ * exist, and asking would only fail differently: "." and ".." are resolved away, "%" and "/" make another
+ * URL, a lone surrogate cannot be encoded, and a megabyte-long name is a request line the server refuses.
+ */
+function couldExist(namespace: unknown, name: unknown): boolean {
+  return typeof namespace === 'string' && DNS1123_LABEL_RE.test(namespace) && invalidObjectName(name) === undefined;
 }
 
 interface Kind {
@@ -124,9 +119,7 @@ export class CachedLookup<CM extends MetaObject = MetaObject, S extends MetaObje
     namespace: string,
     name: string,
   ): Promise<T | MetaObject | undefined> {
-    // A name the API server cannot hold would make a different URL ("." and ".." are resolved away,
-    // "%" is refused): such an object does not exist, and nothing is asked.
-    if (!pathSegment(namespace) || !pathSegment(name)) return undefined;
+    if (!couldExist(namespace, name)) return undefined;
     const cached = store?.get(namespace, name);
     if (cached) {
       this.onLookup(kind, 'cache');
