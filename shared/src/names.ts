@@ -5,6 +5,8 @@ const DNS1123_SUBDOMAIN_RE = new RegExp(`^${DNS1123_LABEL}(\\.${DNS1123_LABEL})*
 export const DNS1123_SUBDOMAIN_MAX = 253;
 /** Names quoted in messages: whole up to a little over the longest valid one, cut beyond (shortJson). */
 export const SHOWN_NAME_MAX = DNS1123_SUBDOMAIN_MAX + 3;
+/** The longest label value (and RFC 1123 label, e.g. a namespace name). */
+export const LABEL_VALUE_MAX = 63;
 /** A namespace name (RFC 1123 label, at most 63 characters). */
 export const DNS1123_LABEL_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 

@@ -11,9 +11,9 @@ import type { FieldError, RuleResult } from './field-errors.js';
 import { generatorValueError } from './generator.js';
 import { jsonEqual } from './json-equal.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
-import { invalidObjectName, SHOWN_NAME_MAX } from './names.js';
+import { invalidObjectName, LABEL_VALUE_MAX, SHOWN_NAME_MAX } from './names.js';
 import { shortJson } from './short-json.js';
-import { CONNECTION_LISTS, KIND_OF_LIST, type ConnectionList, type KDCluster } from './types.js';
+import { CONNECTION_LISTS, KIND_OF_LIST, LABEL_KDCLUSTER, type ConnectionList, type KDCluster } from './types.js';
 
 export interface ClusterReview {
   operation: 'CREATE' | 'UPDATE';
@@ -34,8 +34,17 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
 
   // Finalizer removal and other writes during deletion must never be blocked.
   if (object.metadata?.deletionTimestamp) return { errors, warnings };
+  // Member pods carry the cluster's name as a label value: a longer name could never have a member
+  // (KubeDirector's own pods fail the same way, later). Only on create: an existing object stays editable.
+  if (operation === 'CREATE' && typeof name === 'string' && name.length > LABEL_VALUE_MAX) {
+    errors.push({
+      field: 'metadata.name',
+      message: `${shortJson(name, SHOWN_NAME_MAX)} has ${name.length} characters; a KubeDirectorCluster's name must be at most ${LABEL_VALUE_MAX}, because its member pods carry it in the label ${LABEL_KDCLUSTER}`,
+    });
+  }
   if (spec === undefined || spec === null || typeof spec !== 'object') {
-    return { errors: [{ field: 'spec', message: 'required' }], warnings };
+    errors.push({ field: 'spec', message: 'required' });
+    return { errors, warnings };
   }
   const oldSpec = operation === 'UPDATE' ? oldObject?.spec : undefined;
   // KubeDirector's shortcut: an update that leaves the spec alone (labels, annotations) has nothing to check.

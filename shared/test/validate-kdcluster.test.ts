@@ -551,6 +551,33 @@ describe('validateCluster rule table', () => {
     expect(renamed.errors.map(formatFieldError)).toEqual([`spec.app: "Bad_App" ${NAME_RULE}`]);
   });
 
+  it('a name longer than a label value is refused on create only (member pods carry it in a label)', async () => {
+    const long = 'n'.repeat(64);
+    const created = await validateCluster(create(cluster(long, 'jupyter-notebook')), world(), OPTS);
+    expect(created.errors.map(formatFieldError)).toEqual([
+      `metadata.name: "${long}" has 64 characters; a KubeDirectorCluster's name must be at most 63, because its member pods carry it in the label kubedirector.hpe.com/kdcluster`,
+    ]);
+    // Reported with the other violations, not instead of them.
+    const noSpec = { metadata: { name: long, namespace: NS } } as unknown as KDCluster;
+    expect((await validateCluster(create(noSpec), world(), OPTS)).errors.map(formatFieldError)).toEqual([
+      created.errors.map(formatFieldError)[0],
+      'spec: required',
+    ]);
+    expect((await validateCluster(create(cluster('n'.repeat(63), 'jupyter-notebook')), world(), OPTS)).errors).toEqual(
+      [],
+    );
+    // One that exists already (created while the webhook was down) can still be edited.
+    const edited = await validateCluster(
+      update(
+        cluster(long, 'jupyter-notebook'),
+        cluster(long, 'jupyter-notebook', { connections: { configmaps: ['model-prediction'] } }),
+      ),
+      world(),
+      OPTS,
+    );
+    expect(edited.errors).toEqual([]);
+  });
+
   it('the denial message has one line per violation, each with its field path', async () => {
     const result = await validateCluster(
       create(nb({ connections: { clusters: ['ghost', 'nb'], configmaps: ['plain-cm'] } })),

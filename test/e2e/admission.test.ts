@@ -125,6 +125,16 @@ describe('kubectl apply is judged by the validating webhook', () => {
     ]);
   });
 
+  it('refuses a cluster whose name could not label its member pods (longer than 63 characters)', async () => {
+    const long = `nb-${'x'.repeat(61)}`;
+    const r = await apply(clusterYaml(long, ''));
+    expect(r.code).toBe(1);
+    expect(denial(r.stderr).split('\n')).toEqual([
+      `KubeDirectorCluster ${ns()}/${long} is not valid (1 problem):`,
+      `- metadata.name: "${long}" has 64 characters; a KubeDirectorCluster's name must be at most 63, because its member pods carry it in the label kubedirector.hpe.com/kdcluster`,
+    ]);
+  });
+
   it('admits a connection to a ConfigMap created in the same kubectl apply', async () => {
     // The ConfigMap is created milliseconds before the cluster that connects to it: whether the watch
     // or the live read on a cache miss answers is a race, and either must find it (the miss path
