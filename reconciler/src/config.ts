@@ -142,6 +142,13 @@ export const RECONCILER_FLAGS = {
     min: 0,
     help: 'how often to look for the end of a burst: when the event loop was idle and the heap grew 16 MiB since the last collection, a full collection returns the memory (also once after the caches sync); 0 = never, V8 alone decides',
   },
+  'content-cache-mib': {
+    type: 'int',
+    env: 'KD_CONTENT_CACHE_MIB',
+    default: 64,
+    min: 1,
+    help: 'MiB of connected ConfigMap and Secret content kept between reconciles (each kind); past it the least recently used is fetched again when needed',
+  },
   'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
 } satisfies Record<string, FlagSpec>;
 
@@ -168,6 +175,8 @@ export interface ReconcilerConfig {
   relistPeriodMs: number;
   watchTimeoutSeconds: number;
   heapReleaseIntervalMs: number;
+  /** Bytes of connected content kept per kind (ConfigMaps, Secrets). */
+  contentCacheBytes: number;
   logLevel: LogLevel;
 }
 
@@ -238,6 +247,7 @@ export function loadConfig(
     relistPeriodMs: f['relist-period-seconds'] * 1000,
     watchTimeoutSeconds: f['watch-timeout-seconds'],
     heapReleaseIntervalMs: f['heap-release-interval'],
+    contentCacheBytes: f['content-cache-mib'] * 2 ** 20,
     logLevel: parseLogLevel(logLevel),
   };
 }

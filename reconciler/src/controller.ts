@@ -70,6 +70,9 @@ export class Controller {
       relistPeriodMs: cfg.relistPeriodMs,
       watchTimeoutSeconds: cfg.watchTimeoutSeconds,
       onWatchRestart: (informer, reason) => metrics.watchRestarts.inc({ informer, reason }),
+      referenced: (kind, key) => this.index.has(kind, key),
+      contentCacheBytes: cfg.contentCacheBytes,
+      onContentFetch: (kind, result) => metrics.contentFetches.inc({ kind, result }),
     });
     this.events = new EventRecorder({
       client,
@@ -104,6 +107,7 @@ export class Controller {
           ready: c.status?.conditions?.find((x) => x.type === CONDITION_READY)?.status,
           unsyncedPods: Math.max(0, (c.status?.members?.total ?? 0) - (c.status?.members?.synced ?? 0)),
         })),
+      content: () => this.caches.contentStats(),
     });
   }
 
@@ -123,7 +127,7 @@ export class Controller {
     const onCluster = (c: KDCluster, old?: KDCluster) => {
       const key = objectKey(c.metadata.namespace, c.metadata.name);
       this.expectations.observe(writeKey('kdcluster', key), c.metadata.resourceVersion);
-      this.index.set(key, c.spec?.connections);
+      for (const r of this.index.set(key, c.spec?.connections)) this.caches.release(r);
       this.enqueue(key);
       // A connected cluster's embedded view depends on its spec (and pods, below), not on its status.
       if (!old || old.metadata.generation !== c.metadata.generation) this.enqueueDependents('Cluster', key);
@@ -133,7 +137,7 @@ export class Controller {
     clusters.on('delete', (c) => {
       const key = objectKey(c.metadata.namespace, c.metadata.name);
       this.expectations.observe(writeKey('kdcluster', key), undefined);
-      this.index.delete(key);
+      for (const r of this.index.delete(key)) this.caches.release(r);
       this.enqueueDependents('Cluster', key);
     });
 

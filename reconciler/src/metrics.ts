@@ -30,6 +30,8 @@ export interface ControllerView {
   maxConcurrent(): number;
   /** Every cached kdcluster's Ready status and its member pods that lack the current configmeta. */
   clusters(): { ready: string | undefined; unsyncedPods: number }[];
+  /** Connected content kept between reconciles, per kind. */
+  content?(): { kind: string; objects: number; bytes: number }[];
 }
 
 export interface ReconcilerMetricsOptions {
@@ -85,6 +87,12 @@ export class ReconcilerMetrics {
   readonly leader = new Gauge({
     name: 'kd_reconciler_leader',
     help: '1 while this replica holds the lease',
+    registers: [this.registry],
+  });
+  readonly contentFetches = new Counter({
+    name: 'kd_reconciler_content_fetches_total',
+    help: 'Reads of a connected ConfigMap or Secret (kind) whose content was not kept at the watched version, by result (ok, not_found, error)',
+    labelNames: ['kind', 'result'] as const,
     registers: [this.registry],
   });
   readonly deliveryLatency = new Histogram({
@@ -209,6 +217,27 @@ export class ReconcilerMetrics {
         for (const [ready, n] of Object.entries(counts)) this.set({ ready }, n);
       },
     });
+    for (const [name, help, field] of [
+      [
+        'kd_reconciler_content_cache_objects',
+        'Connected ConfigMaps and Secrets (kind) whose content is kept between reconciles',
+        'objects',
+      ],
+      [
+        'kd_reconciler_content_cache_bytes',
+        'Bytes of connected content kept between reconciles (kind), as rendered',
+        'bytes',
+      ],
+    ] as const)
+      new Gauge({
+        name,
+        help,
+        labelNames: ['kind'] as const,
+        registers,
+        collect() {
+          for (const c of view()?.content?.() ?? []) this.set({ kind: c.kind }, c[field]);
+        },
+      });
     sampled(
       'kd_reconciler_member_pods_unsynced',
       "Member pods that do not hold the configmeta of their cluster's current generator (from kdcluster status)",

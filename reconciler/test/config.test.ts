@@ -54,6 +54,7 @@ describe('reconciler configuration', () => {
       relistPeriodMs: 600_000,
       watchTimeoutSeconds: 300,
       heapReleaseIntervalMs: 10_000,
+      contentCacheBytes: 64 * 2 ** 20,
       logLevel: 'info',
     });
     expect(loadConfig([], ENV).identity).toMatch(/-[0-9a-f]{6}$/);
@@ -74,11 +75,13 @@ describe('reconciler configuration', () => {
           '--lease-duration=20',
           '--metrics-bind-address=127.0.0.1:0',
           '--heap-release-interval=0',
+          '--content-cache-mib=8',
         ],
         env,
       ),
     ).toMatchObject({
       heapReleaseIntervalMs: 0,
+      contentCacheBytes: 8 * 2 ** 20,
       secretConnections: true,
       namespaces: ['c'],
       leaseDurationMs: 20_000,

@@ -30,7 +30,7 @@ export function describeChanges(
       else continue;
       changed.push(c);
     } else if (o?.state === 'Connected') {
-      parts.push(`connected ${noun} is now ${c.state}`);
+      parts.push(`connected ${noun} is now ${c.state}${c.message ? ` (${c.message})` : ''}`);
       changed.push(c);
     }
   }

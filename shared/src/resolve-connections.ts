@@ -1,11 +1,13 @@
 /**
  * Step 1 and 2 of a reconcile: give every connection a state (the classifier the webhook uses too),
- * keep the ones pods may see (fail closed: forbidden or unlabeled objects are left out and reported),
+ * keep the ones pods may see (fail closed: forbidden or unlabeled objects, and objects too big to ever be
+ * delivered, are left out and reported),
  * and hash what the pods will see from them (connections-hash.ts). Status shows a digest per connected
  * cluster and ConfigMap (anyone who can view the cluster can read those anyway), never per Secret.
  */
 import { observeCluster, observeObject, type Verdict } from './classify-connection.js';
 import { connectionSets } from './connection-sets.js';
+import { tooLargeToDeliver } from './connected-object-size.js';
 import { clusterDigest, configMapDigest, connectionsHash, secretDigest } from './connections-hash.js';
 import type { ResolvedApp, RuleOptions, World } from './lookup.js';
 import { membersOf, type MemberOptions } from './members.js';
@@ -19,6 +21,17 @@ export interface ResolvedConnections {
   connected: ConnectedObjects;
   /** Hex sha256 over what pods see from the connected objects. */
   hash: string;
+}
+
+/** A connected object too big to be delivered (connected-object-size.ts) is left out, and says why. */
+function deliverable<O extends { tooLargeBytes?: number }>(
+  kind: 'ConfigMap' | 'Secret',
+  name: string,
+  r: { verdict: Verdict; object?: O },
+): { verdict: Verdict; object?: O } {
+  const bytes = r.object?.tooLargeBytes;
+  if (r.verdict.state !== 'Connected' || bytes === undefined) return r;
+  return { verdict: { state: 'NotConnectable', message: tooLargeToDeliver(kind, name, bytes) } };
 }
 
 export async function resolveConnections(
@@ -56,13 +69,13 @@ export async function resolveConnections(
     add('Cluster', name, verdict, clusterDigest(c));
   }
   for (const name of [...sets.configmaps].sort()) {
-    const { verdict, object } = await observeObject(world, 'ConfigMap', ns, name, opts);
+    const { verdict, object } = deliverable('ConfigMap', name, await observeObject(world, 'ConfigMap', ns, name, opts));
     const cm = verdict.state === 'Connected' ? (object as ConfigMapLike) : undefined;
     if (cm) connected.configmaps.push(cm);
     add('ConfigMap', name, verdict, cm && configMapDigest(cm));
   }
   for (const name of [...sets.secrets].sort()) {
-    const { verdict, object } = await observeObject(world, 'Secret', ns, name, opts);
+    const { verdict, object } = deliverable('Secret', name, await observeObject(world, 'Secret', ns, name, opts));
     const s = verdict.state === 'Connected' ? (object as SecretLike) : undefined;
     if (s) connected.secrets.push(s);
     add('Secret', name, verdict, s && secretDigest(s));

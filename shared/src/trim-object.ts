@@ -2,9 +2,10 @@
  * What the caches keep of each object, in one place. Every cache stores less than the API server sends:
  * managedFields and kubectl's last-applied copy cost memory and are never read (and for a Secret the
  * last-applied copy quotes the values); ConfigMaps and Secrets read for their labels keep identity and
- * labels only; a connected Secret keeps what the private document renders and a keyed MAC of its data
- * (no managedFields, no last-applied copy); member pods keep what rendering and delivery read, which
- * keeps 10,000 cached pods small.
+ * labels only (the reconciler's watch of every labelled one: identity and the type label); a connected
+ * ConfigMap keeps what its configmeta entry renders, a connected Secret what the private document renders
+ * and a keyed MAC of its data (no managedFields, no last-applied copy); member pods keep what rendering
+ * and delivery read, which keeps 10,000 cached pods small.
  */
 import { annotationsSize } from './annotation-size.js';
 import { secretDataMac } from './connections-hash.js';
@@ -14,6 +15,7 @@ import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_HASH,
   ANNOTATION_CONFIGMETA_VOLUME,
+  type ConfigMapLike,
   type MetaObject,
   type PodLike,
   type SecretLike,
@@ -52,6 +54,38 @@ export function metaOnly(obj: { apiVersion?: string; kind?: string; metadata?: R
   return { metadata };
 }
 
+/**
+ * What a metadata-only cache of labelled ConfigMaps or Secrets keeps of each: identity and the one type
+ * label the connection rules read. Nothing else: any tenant can create these objects, and annotations
+ * alone may be 256 KiB each. What a connected object renders is fetched on demand (content-cache.ts).
+ */
+export function typeLabelMeta(obj: { metadata?: Record<string, unknown> }, label: string): MetaObject {
+  const m = obj.metadata ?? {};
+  const metadata: MetaObject['metadata'] = {};
+  for (const k of ['name', 'namespace', 'uid', 'resourceVersion'] as const) {
+    if (typeof m[k] === 'string') metadata[k] = m[k];
+  }
+  const value = (m.labels as Record<string, unknown> | undefined)?.[label];
+  if (typeof value === 'string') metadata.labels = { [label]: value };
+  if (m.deletionTimestamp !== undefined) metadata.deletionTimestamp = m.deletionTimestamp as string;
+  return { metadata };
+}
+
+/** Identity, labels and annotations but the last-applied copy: what a connected object's entry renders. */
+function renderedMeta(o: { metadata?: Record<string, unknown> }): MetaObject['metadata'] {
+  const { metadata } = metaOnly(o);
+  const annotations = o.metadata?.annotations as Record<string, string> | undefined;
+  const kept = Object.entries(annotations ?? {}).filter(([k]) => !isDroppedAnnotation(k));
+  if (kept.length > 0) metadata.annotations = Object.fromEntries(kept);
+  return metadata;
+}
+
+/** A connected ConfigMap as the reconciler keeps it: what its configmeta entry renders (no binaryData). */
+export function trimConfigMap(o: { metadata?: Record<string, unknown> }): ConfigMapLike {
+  const data = (o as { data?: Record<string, string> }).data;
+  return { metadata: renderedMeta(o), ...(data ? { data: { ...data } } : {}) };
+}
+
 export interface TrimSecretOptions {
   /** The reconciler's digest key (secretDataMac). */
   key: Uint8Array;
@@ -64,10 +98,7 @@ export interface TrimSecretOptions {
  */
 export function trimSecret(o: { metadata?: Record<string, unknown> }, opts: TrimSecretOptions): SecretLike {
   const data = (o as { data?: Record<string, string> }).data;
-  const { metadata } = metaOnly(o);
-  const annotations = o.metadata?.annotations as Record<string, string> | undefined;
-  const kept = Object.entries(annotations ?? {}).filter(([k]) => !isDroppedAnnotation(k));
-  if (kept.length > 0) metadata.annotations = Object.fromEntries(kept);
+  const metadata = renderedMeta(o);
   return {
     metadata,
     keys: Object.keys(data ?? {}).sort(),

@@ -231,6 +231,8 @@ export interface ConfigMapLike {
   metadata: ObjectMeta;
   data?: Record<string, string>;
   binaryData?: Record<string, string>;
+  /** Set (and data left out) when its configmeta entry is too big to be delivered (connected-object-size.ts). */
+  tooLargeBytes?: number;
 }
 
 /**
@@ -247,6 +249,8 @@ export interface SecretLike {
   dataMac?: string;
   /** base64 values as stored: the reconciler's cache keeps them for the private document only. */
   data?: Record<string, string>;
+  /** Set (and data, keys and MAC left out) when its private entry is too big to be delivered. */
+  tooLargeBytes?: number;
 }
 
 export const CONNECTION_LISTS = ['clusters', 'configmaps', 'secrets'] as const;

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { contentHash } from '../src/hash.js';
+import { tooLargeToDeliver } from '../src/connected-object-size.js';
 import { resolveConnections, type ResolveOptions } from '../src/resolve-connections.js';
 import type { Connections, KDCluster } from '../src/types.js';
 import { MemoryWorld, NS, SYSTEM_NS, app, cluster, configMap, exampleApps, pod, secret } from './fixtures.js';
@@ -116,6 +117,33 @@ describe('resolveConnections: statuses', () => {
       },
     ]);
     expect(w.reads.filter((x) => x.startsWith('Secret'))).toEqual([]);
+  });
+});
+
+describe('resolveConnections: objects too big to deliver', () => {
+  it('are NotConnectable with the reason, left out of what pods see, and the rest is kept', async () => {
+    const w = world();
+    w.configMaps.set(`${NS}/huge`, { ...configMap('huge', 'model', undefined), tooLargeBytes: 300_000 });
+    w.secrets.set(`${NS}/huge-s`, { ...secret('huge-s', 'db', {}), keys: [], tooLargeBytes: 2_000_000 });
+    const r = await resolveConnections(nb({ configmaps: ['cm', 'huge'], secrets: ['huge-s'] }), OWN, w, OPTS);
+    expect(r.statuses.filter((s) => s.state !== 'Connected')).toEqual([
+      {
+        kind: 'ConfigMap',
+        name: 'huge',
+        state: 'NotConnectable',
+        message: tooLargeToDeliver('ConfigMap', 'huge', 300_000),
+      },
+      {
+        kind: 'Secret',
+        name: 'huge-s',
+        state: 'NotConnectable',
+        message: tooLargeToDeliver('Secret', 'huge-s', 2_000_000),
+      },
+    ]);
+    expect(r.connected.configmaps.map((c) => c.metadata.name)).toEqual(['cm']);
+    expect(r.connected.secrets).toEqual([]);
+    const without = await resolveConnections(nb({ configmaps: ['cm'] }), OWN, w, OPTS);
+    expect(r.hash).toBe(without.hash);
   });
 });
 

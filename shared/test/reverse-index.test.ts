@@ -47,6 +47,19 @@ describe('ReverseIndex', () => {
     expect(idx.size).toBe(0);
   });
 
+  it('set and delete return the objects no cluster connects to any more', () => {
+    const idx = new ReverseIndex();
+    expect(idx.set('ml/a', { configmaps: ['cm1', 'cm2'], secrets: ['s1'] })).toEqual([]);
+    expect(idx.set('ml/b', { configmaps: ['cm1'] })).toEqual([]);
+    expect(idx.set('ml/a', { configmaps: ['cm2'] })).toEqual([{ kind: 'Secret', key: 'ml/s1' }]);
+    expect(idx.has('ConfigMap', 'ml/cm1')).toBe(true);
+    expect(idx.has('Secret', 'ml/s1')).toBe(false);
+    expect(idx.delete('ml/a')).toEqual([{ kind: 'ConfigMap', key: 'ml/cm2' }]);
+    expect(idx.delete('ml/b')).toEqual([{ kind: 'ConfigMap', key: 'ml/cm1' }]);
+    expect(idx.has('ConfigMap', 'ml/cm1')).toBe(false);
+    expect(idx.delete('ml/b')).toEqual([]);
+  });
+
   it('a cluster without connections takes no room', () => {
     const idx = new ReverseIndex();
     idx.set('ml/a', undefined);

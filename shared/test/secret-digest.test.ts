@@ -89,4 +89,11 @@ describe('describeChanges for a Secret that stays connected', () => {
       'connected configmap cm changed, connected secret pin became available',
     );
   });
+
+  it('says why a connected object is no longer connected', () => {
+    const before = [{ kind: 'ConfigMap' as const, name: 'cm', state: 'Connected' as const, contentHash: 'a' }];
+    const message = 'configmap "cm" is 300000 bytes in configmeta, more than can ever be delivered';
+    const after = [{ kind: 'ConfigMap' as const, name: 'cm', state: 'NotConnectable' as const, message }];
+    expect(describeChanges(before, after).text).toBe(`connected configmap cm is now NotConnectable (${message})`);
+  });
 });

@@ -415,11 +415,16 @@ describe('helm lint and helm template', () => {
     ]);
     const fullname = `${REL}-kd-connections`;
     expect(find(docs, 'ClusterRoleBinding', `${fullname}-reconciler`)).toHaveLength(0);
+    expect(find(docs, 'ClusterRole', `${fullname}-reconciler`)).toHaveLength(0);
     expect(
       find(docs, 'RoleBinding')
         .filter((b) => b.roleRef.name === `${fullname}-reconciler`)
-        .map((b) => b.metadata.namespace),
-    ).toEqual(['team-a', 'team-b']);
+        .map((b) => [b.metadata.namespace, b.roleRef.kind]),
+    ).toEqual([
+      ['team-a', 'Role'],
+      ['team-b', 'Role'],
+    ]);
+    expect(find(docs, 'Role', `${fullname}-reconciler`).map((r) => r.metadata.namespace)).toEqual(['team-a', 'team-b']);
     expect(one(docs, 'Role', `${fullname}-reconciler-system-catalog`)).toMatchObject({
       metadata: { namespace: 'kd-catalog' },
       rules: [
@@ -598,13 +603,14 @@ describe('hardening: outage-proof validation, the system catalog, narrow RBAC, c
       ...['--set', 'watchNamespaces={team-a,team-b}', '--set', 'systemNamespace=kd-catalog'],
     ]);
     expect(find(docs, 'ClusterRoleBinding', `${fullname}-admission`)).toHaveLength(0);
+    expect(find(docs, 'ClusterRole', `${fullname}-admission`)).toHaveLength(0);
     expect(
       find(docs, 'RoleBinding')
         .filter((b) => b.roleRef.name === `${fullname}-admission`)
         .map((b) => [b.metadata.namespace, b.roleRef.kind]),
     ).toEqual([
-      ['team-a', 'ClusterRole'],
-      ['team-b', 'ClusterRole'],
+      ['team-a', 'Role'],
+      ['team-b', 'Role'],
     ]);
     expect(one(docs, 'Role', `${fullname}-admission-system-catalog`)).toMatchObject({
       metadata: { namespace: 'kd-catalog' },
@@ -615,6 +621,23 @@ describe('hardening: outage-proof validation, the system catalog, narrow RBAC, c
     expect(containerArgs(one(docs, 'Deployment', `${fullname}-admission`))).toEqual(
       expect.arrayContaining(['--namespaces=team-a,team-b', '--system-namespace=kd-catalog']),
     );
+    // Namespaces the webhooks never serve get no admission Role and are not watched: the release namespace
+    // (where the reconciler keeps its MAC key), kube-system and webhook.excludeNamespaces.
+    const listed = await helmTemplate(env, REL, NS, [
+      ...['--set', `watchNamespaces={team-a,legacy,${NS},kube-system}`, '--set', 'webhook.excludeNamespaces={legacy}'],
+    ]);
+    expect(find(listed.docs, 'Role', `${fullname}-admission`).map((r) => r.metadata.namespace)).toEqual(['team-a']);
+    expect(find(listed.docs, 'Role', `${fullname}-reconciler`).map((r) => r.metadata.namespace)).toEqual([
+      'team-a',
+      'legacy',
+      NS,
+      'kube-system',
+    ]);
+    expect(containerArgs(one(listed.docs, 'Deployment', `${fullname}-admission`))).toContain('--namespaces=team-a');
+    // A list the webhooks serve none of is refused.
+    const none = await env.helm(['template', REL, CHART, '--namespace', NS, '--set', `watchNamespaces={${NS}}`]);
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toContain(`watchNamespaces ["${NS}"]: the webhooks serve none of these`);
     // Without watchNamespaces: one ClusterRoleBinding, no --namespaces.
     const all = await render('bootstrap');
     one(all.docs, 'ClusterRoleBinding', `${fullname}-admission`);
@@ -651,9 +674,20 @@ describe('hardening: outage-proof validation, the system catalog, narrow RBAC, c
     expect(find(secretsOff.docs, 'ValidatingAdmissionPolicy').map((d) => d.metadata.name)).toEqual([
       `${fullname}-reconciler-pod-writes`,
     ]);
-    const off = await render('bootstrap', sets({ 'reconciler.podWritePolicy.enabled': false }));
-    expect(find(off.docs, 'ValidatingAdmissionPolicy')).toHaveLength(0);
-    expect(find(off.docs, 'ValidatingAdmissionPolicyBinding')).toHaveLength(0);
+    // One switch per policy.
+    const names = (docs: Doc[], kind: string) => find(docs, kind).map((d) => d.metadata.name);
+    const podOff = await render('bootstrap', sets({ 'reconciler.podWritePolicy.enabled': false }));
+    const secretOff = await render('bootstrap', sets({ 'reconciler.secretWritePolicy.enabled': false }));
+    for (const kind of ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']) {
+      expect(names(podOff.docs, kind)).toEqual([`${fullname}-reconciler-secret-writes`]);
+      expect(names(secretOff.docs, kind)).toEqual([`${fullname}-reconciler-pod-writes`]);
+    }
+    const bothOff = await render(
+      'bootstrap',
+      sets({ 'reconciler.podWritePolicy.enabled': false, 'reconciler.secretWritePolicy.enabled': false }),
+    );
+    expect(find(bothOff.docs, 'ValidatingAdmissionPolicy')).toHaveLength(0);
+    expect(find(bothOff.docs, 'ValidatingAdmissionPolicyBinding')).toHaveLength(0);
   });
 
   it('admission.clientAuth: client CA mounted, allowed names, plain probes port for probes, metrics and the NetworkPolicy', async () => {

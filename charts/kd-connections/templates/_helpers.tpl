@@ -349,10 +349,25 @@ matchConditions:
 {{- fail (printf "admission.clientAuth.probePort must differ from admission.port (both %d): the probes port is plain HTTP" (int .Values.admission.port)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.watchNamespaces (not (include "kd.admission.servedNamespaces" .)) -}}
+{{- fail (printf "watchNamespaces %s: the webhooks serve none of these (kube-system, the release namespace %q and webhook.excludeNamespaces are never sent to them); list the namespaces whose kdclusters are to be admitted and reconciled" (toJson .Values.watchNamespaces) .Release.Namespace) -}}
+{{- end -}}
 {{- include "kd.validatePodSpecs" . -}}
 {{- if and (gt (int .Values.reconciler.replicas) 1) (not .Values.reconciler.leaderElection.enabled) -}}
 {{- fail "reconciler.replicas > 1 needs reconciler.leaderElection.enabled=true: two reconcilers without a Lease would both write" -}}
 {{- end -}}
+{{- end -}}
+
+{{/* With watchNamespaces, the namespaces the webhooks send reviews from (comma-separated): the list without
+     kube-system, the release namespace and webhook.excludeNamespaces (which a custom
+     webhook.namespaceSelector replaces, so then only the first two are taken out). The admission service
+     watches these and is granted reads (Secrets included) in these only. Empty without watchNamespaces. */}}
+{{- define "kd.admission.servedNamespaces" -}}
+{{- $never := list "kube-system" .Release.Namespace -}}
+{{- if not .Values.webhook.namespaceSelector }}{{ $never = concat $never .Values.webhook.excludeNamespaces }}{{ end -}}
+{{- $served := list -}}
+{{- range uniq .Values.watchNamespaces }}{{ if not (has . $never) }}{{ $served = append $served . }}{{ end }}{{ end -}}
+{{- join "," $served -}}
 {{- end -}}
 
 {{/* The admission service's flags for the namespaces kd.webhook.namespaceSelector selects, from the same
