@@ -92,7 +92,7 @@ function pauseSource(): string {
 export function cachedImage(
   name: string,
   inputKey: string,
-  build: (rootfs: string) => { entrypoint?: string[]; cmd?: string[] },
+  build: (rootfs: string) => { entrypoint?: string[]; cmd?: string[]; keepOwners?: boolean },
 ): string {
   const cache = imageCacheDir();
   const file = name.replace(/[^a-z0-9]+/g, '-');
@@ -103,8 +103,8 @@ export function cachedImage(
   mkdirSync(cache, { recursive: true });
   const rootfs = mkdtempSync(join(tmpdir(), 'kd-rootfs-'));
   try {
-    const cfg = build(rootfs);
-    writeOciArchive(rootfs, { name, architecture: goArch(process.arch), ...cfg }, archive);
+    const { keepOwners, ...cfg } = build(rootfs);
+    writeOciArchive(rootfs, { name, architecture: goArch(process.arch), ...cfg }, archive, { keepOwners });
     writeFileSync(stampFile, stamp);
   } finally {
     rmSync(rootfs, { recursive: true, force: true });

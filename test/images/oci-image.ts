@@ -149,16 +149,19 @@ export function ociImage(
   };
 }
 
-/** GNU tar of a directory with sorted names, owner root and time zero: the same files give the same bytes. */
-export function reproducibleTar(dir: string, out: string): void {
+/**
+ * GNU tar of a directory with sorted names, owner root and time zero: the same files give the same bytes.
+ * `keepOwners` records each file's numeric owner instead (an image with a non-root user's files; the
+ * builder, root, chowned them).
+ */
+export function reproducibleTar(dir: string, out: string, opts: { keepOwners?: boolean } = {}): void {
   mkdirSync(dirname(out), { recursive: true });
   execFileSync('tar', [
     '-C',
     dir,
     '--sort=name',
     '--mtime=@0',
-    '--owner=0',
-    '--group=0',
+    ...(opts.keepOwners ? [] : ['--owner=0', '--group=0']),
     '--numeric-owner',
     '--format=posix',
     '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
@@ -172,11 +175,16 @@ export function reproducibleTar(dir: string, out: string): void {
  * Packs each directory of `rootfs` as one layer (lowest first) and writes the OCI archive to `archive`.
  * Returns the manifest's digest: the image's digest in a registry after a push that keeps the blobs.
  */
-export function writeOciArchive(rootfs: string | readonly string[], spec: ImageSpec, archive: string): string {
+export function writeOciArchive(
+  rootfs: string | readonly string[],
+  spec: ImageSpec,
+  archive: string,
+  opts: { keepOwners?: boolean } = {},
+): string {
   const work = mkdtempSync(join(tmpdir(), 'kd-oci-'));
   try {
     const tars = (typeof rootfs === 'string' ? [rootfs] : rootfs).map((dir, i) => {
-      reproducibleTar(dir, join(work, `layer-${i}.tar`));
+      reproducibleTar(dir, join(work, `layer-${i}.tar`), opts);
       return readFileSync(join(work, `layer-${i}.tar`));
     });
     const image = ociImage(spec, tars);
@@ -187,8 +195,10 @@ export function writeOciArchive(rootfs: string | readonly string[], spec: ImageS
     writeFileSync(join(layout, 'index.json'), JSON.stringify(image.index));
     writeFileSync(join(layout, 'oci-layout'), JSON.stringify(image.layout));
     writeFileSync(join(layout, 'manifest.json'), JSON.stringify(image.dockerManifest));
-    reproducibleTar(layout, `${archive}.tmp`);
-    execFileSync('mv', ['-f', `${archive}.tmp`, archive]);
+    // A name of this process's own: two test runs may build the same image at once.
+    const tmp = `${archive}.${process.pid}.tmp`;
+    reproducibleTar(layout, tmp);
+    execFileSync('mv', ['-f', tmp, archive]);
     return (image.index as { manifests: Descriptor[] }).manifests[0]!.digest;
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -5,10 +5,7 @@
  * private Secret reach the directory, and opt-out and an existing mount are respected.
  */
 import { describe, expect, it } from '@jest/globals';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { privateConfigMetaSecretName } from '@kd-connections/shared';
-import { importImage } from '../controlplane/containerd.js';
 import {
   APP_IMAGE_FILES,
   GUESTCONFIG_APP_IMAGE,
@@ -22,21 +19,18 @@ import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, podConfigMeta } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { nodeMemberPod, useDeliveryServices, waitPodReady, type NodeMemberPodOptions } from './node-support.js';
+import {
+  importImages,
+  nodeMemberPod,
+  useDeliveryServices,
+  waitPodReady,
+  type NodeMemberPodOptions,
+} from './node-support.js';
 
 const env = useTestEnv();
 const FILE = '/etc/guestconfig/configmeta.json';
-function ctrBinary(): string {
-  for (const d of (process.env.PATH ?? '').split(':').concat('/usr/bin', '/usr/sbin')) {
-    if (d && existsSync(join(d, 'ctr'))) return join(d, 'ctr');
-  }
-  throw new Error('ctr not found');
-}
 
-useDeliveryServices(env, async (node) => {
-  for (const img of [guestconfigAppImage(), noShellImage()])
-    await importImage(ctrBinary(), node.containerdSocket, img.archive);
-});
+useDeliveryServices(env, (node) => importImages(node, [guestconfigAppImage(), noShellImage()]));
 
 type Obj = Record<string, any>;
 /** A member pod on the test node; `containers` default to one `app` of the image with its own files. */

@@ -5,14 +5,30 @@
  * taint (other tests' pods stay Pending as before).
  */
 import { afterAll, beforeAll } from '@jest/globals';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { LABEL_KDCLUSTER, LABEL_ROLE } from '@kd-connections/shared';
 import { controlPlaneInfo, type TestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
 import { registerWebhooks, waitUntilLive, type Registration } from '../support/webhook-configurations.js';
 import { readNodeStatus } from '../controlplane/node-status.js';
-import { BUSYBOX_IMAGE } from '../images/base-images.js';
+import { BUSYBOX_IMAGE, type BuiltImage } from '../images/base-images.js';
+import { importImage } from '../controlplane/containerd.js';
 import { TEST_NODE_TOLERATION, type NodeInfo } from '../controlplane/node.js';
+
+/** containerd's client, from PATH (Debian's containerd package installs it). */
+export function ctrBinary(): string {
+  for (const d of (process.env.PATH ?? '').split(':').concat('/usr/bin', '/usr/sbin')) {
+    if (d && existsSync(join(d, 'ctr'))) return join(d, 'ctr');
+  }
+  throw new Error('ctr not found (it comes with the containerd package)');
+}
+
+/** Imports test images (built or cached archives) into the running test node's containerd. */
+export async function importImages(node: NodeInfo, images: BuiltImage[]): Promise<void> {
+  for (const img of images) await importImage(ctrBinary(), node.containerdSocket, img.archive);
+}
 
 export async function waitForNode(timeoutMs = 240_000): Promise<NodeInfo> {
   const info = controlPlaneInfo();
