@@ -12,10 +12,12 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { errorMessage, type Logger } from '@kd-connections/shared';
-import { parseAdmissionReview } from './admission-review.js';
+import { parseAdmissionReview, type AdmissionReview } from './admission-review.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';
 import { discardRest, MAX_BODY_BYTES, parseJson, precheck, readBody } from './request-body.js';
 import type { NamespaceScope } from './namespace-scope.js';
+import { reviewDeadlineMs } from './review-deadline.js';
+import type { ReviewLimiter } from './review-limiter.js';
 import { runWebhook, type Webhook, type WebhookDeps } from './webhook.js';
 
 export interface Readiness {
@@ -35,6 +37,10 @@ export interface AppOptions {
   /** True once shutdown began: every answer then carries `Connection: close`. */
   draining?: () => boolean;
   maxBodyBytes?: number;
+  /** Turns for reviews (in flight, bytes, queue); absent: no limit. */
+  limiter?: ReviewLimiter;
+  /** Longest a review may take, waiting included (lowered below the API server's ?timeout=); absent: none. */
+  reviewDeadlineMs?: number;
 }
 
 export function createApp(opts: AppOptions): RequestListener {
@@ -136,12 +142,53 @@ async function serveReview(
 
   const early = precheck(req, limit);
   if (early && !early.ok) return refuse(early.status, early.message, early.reason);
-  const body = await readBody(req, limit);
-  if (!body.ok) return refuse(body.status, body.message, body.reason);
-  const json = parseJson(body.body);
-  if (!json.ok) return refuse(400, json.message, json.reason);
-  const parsed = parseAdmissionReview(json.value);
-  if (!parsed.ok) return refuse(400, parsed.message, 'invalid-review');
+  const arrived = performance.now();
+  const deadlineMs = opts.reviewDeadlineMs === undefined ? undefined : reviewDeadlineMs(req.url, opts.reviewDeadlineMs);
+  // A turn before the body is read: a waiting review holds a socket, not its body. A body without a
+  // declared length counts as the largest allowed.
+  const declared = Number(req.headers['content-length']);
+  // Half the deadline at most is spent waiting, so a review that gets a turn has time to be decided.
+  const turn = opts.limiter?.acquire(Number.isFinite(declared) ? declared : limit, (deadlineMs ?? 10_000) / 2);
+  const got = turn instanceof Promise ? await turn : turn;
+  if (got && !got.ok) {
+    opts.metrics.busy(webhook.name, got.reason);
+    opts.metrics.observe(webhook.name, 'unknown', 'rejected', seconds());
+    opts.log.warn('review refused', { webhook: webhook.name, status: 429, reason: `busy-${got.reason}` });
+    // Answered at once, the connection kept: node reads and drops the unread body after the answer
+    // (closing on unread data would reset the connection before the client reads the 429).
+    res.setHeader('Retry-After', '1');
+    return text(res, 429, got.message);
+  }
+  try {
+    await decideReview(webhook, req, res, opts, limit, draining, {
+      started,
+      arrived,
+      deadline: deadlineMs === undefined ? undefined : arrived + deadlineMs,
+      refuse,
+    });
+  } finally {
+    got?.release();
+  }
+}
+
+async function decideReview(
+  webhook: Webhook,
+  req: IncomingMessage,
+  res: ServerResponse,
+  opts: AppOptions,
+  limit: number,
+  draining: () => boolean,
+  at: {
+    started: bigint;
+    arrived: number;
+    deadline: number | undefined;
+    refuse: (status: number, message: string, reason: string) => void;
+  },
+): Promise<void> {
+  const { refuse } = at;
+  const seconds = () => Number(process.hrtime.bigint() - at.started) / 1e9;
+  const parsed = await readReview(req, limit);
+  if (!parsed.ok) return refuse(parsed.status, parsed.message, parsed.reason);
 
   const request = parsed.review.request;
   // A metric label must come from a closed set, whatever a client sends.
@@ -157,7 +204,10 @@ async function serveReview(
   };
   let outcome;
   try {
-    outcome = await runWebhook(webhook, parsed.review, opts.deps, opts.namespaces);
+    outcome = await runWebhook(webhook, parsed.review, opts.deps, opts.namespaces, {
+      deadline: at.deadline,
+      arrived: at.arrived,
+    });
   } catch (e) {
     // Answer 500 so the configuration's failurePolicy decides (Fail for validation, Ignore for pods).
     opts.metrics.observe(webhook.name, operation, 'error', seconds());
@@ -181,6 +231,23 @@ async function serveReview(
   });
   if (draining()) res.setHeader('Connection', 'close');
   sendJson(res, 200, outcome.review);
+}
+
+/**
+ * The body read and parsed, in a function of its own: the buffer and its text are garbage as soon as
+ * it returns, not kept by the caller's frame while the review is decided.
+ */
+async function readReview(
+  req: IncomingMessage,
+  limit: number,
+): Promise<{ ok: true; review: AdmissionReview } | { ok: false; status: number; message: string; reason: string }> {
+  const body = await readBody(req, limit);
+  if (!body.ok) return body;
+  const json = parseJson(body.body);
+  if (!json.ok) return { ok: false, status: 400, message: json.message, reason: json.reason };
+  const parsed = parseAdmissionReview(json.value);
+  if (!parsed.ok) return { ok: false, status: 400, message: parsed.message, reason: 'invalid-review' };
+  return { ok: true, review: parsed.review };
 }
 
 const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);

@@ -67,6 +67,14 @@ export interface AdmissionConfig {
   excludedNamespaces: string[];
   /** The image of the kd-guestconfig sidecar the pod webhook injects into member pods. */
   guestconfigImage: string;
+  /** Reviews decided at once; more wait (see maxQueued, reviewDeadlineMs). */
+  maxInFlight: number;
+  /** Declared body bytes of the reviews in flight, at most (one review is always let in alone). */
+  maxInFlightBytes: number;
+  /** Reviews waiting for a turn, at most; past it a review is answered 429 at once. */
+  maxQueued: number;
+  /** Longest a review may take from its first byte to its answer (capped below the API server's ?timeout=). */
+  reviewDeadlineMs: number;
 }
 
 export const ADMISSION_FLAGS = {
@@ -250,6 +258,38 @@ export const ADMISSION_FLAGS = {
     metavar: 'image',
     help: 'image of the kd-guestconfig sidecar injected into member pods (delivers /etc/guestconfig/configmeta.json); the default is the one the local harness builds',
   },
+  'max-in-flight': {
+    type: 'int',
+    min: 1,
+    max: 10000,
+    env: 'KD_ADMISSION_MAX_IN_FLIGHT',
+    default: 8,
+    help: 'reviews decided at once; more wait for a turn within their deadline, then get 429 (busy)',
+  },
+  'max-in-flight-mib': {
+    type: 'int',
+    min: 1,
+    max: 4096,
+    env: 'KD_ADMISSION_MAX_IN_FLIGHT_MIB',
+    default: 8,
+    help: 'MiB of request bodies (as declared) decided at once; a larger review still runs alone',
+  },
+  'max-queued': {
+    type: 'int',
+    min: 0,
+    max: 100000,
+    env: 'KD_ADMISSION_MAX_QUEUED',
+    default: 200,
+    help: 'reviews waiting for a turn, at most (a waiting review has not been read); past it: 429 at once',
+  },
+  'review-deadline': {
+    type: 'duration',
+    bareSeconds: true,
+    min: 1,
+    env: 'KD_ADMISSION_REVIEW_DEADLINE',
+    default: '2500ms',
+    help: 'longest a review takes from its first byte to its answer, waiting included; lowered to the API server\'s ?timeout= less 500ms. Past it a validating webhook denies ("could not check N connections in time"), a mutating one allows unchanged. Keep it below the webhooks\' timeoutSeconds',
+  },
 } satisfies Record<string, FlagSpec>;
 
 export const ADMISSION_PROGRAM: ProgramInfo = {
@@ -379,5 +419,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     namespaces: namespaceList('namespaces', f.namespaces),
     excludedNamespaces: namespaceList('excluded-namespaces', f['excluded-namespaces']),
     guestconfigImage: imageReference('guestconfig-image', f['guestconfig-image']),
+    maxInFlight: f['max-in-flight'],
+    maxInFlightBytes: f['max-in-flight-mib'] * 1024 * 1024,
+    maxQueued: f['max-queued'],
+    reviewDeadlineMs: f['review-deadline'],
   };
 }

@@ -25,12 +25,17 @@ export class AdmissionMetrics {
   private readonly requestCounts = new Map<string, Counted>();
   private readonly lookupCounts = new Map<string, Counted>();
   private readonly ready: Gauge;
+  readonly inFlight: Gauge;
+  readonly queued: Gauge;
+  readonly refusedBusy: Counter<'webhook' | 'reason'>;
 
   constructor(
     opts: {
       defaultMetrics?: boolean;
       cacheSizes?: () => Record<string, number>;
       ready?: () => boolean;
+      /** The most reviews in flight at once since the start. */
+      inFlightMax?: () => number;
     } = {},
   ) {
     const registers = [this.registry];
@@ -104,12 +109,42 @@ export class AdmissionMetrics {
         if (ready) this.set(ready() ? 1 : 0);
       },
     });
+    this.inFlight = new Gauge({
+      name: 'kd_admission_reviews_in_flight',
+      help: 'Reviews being read and decided now (at most --max-in-flight)',
+      registers,
+    });
+    const inFlightMax = opts.inFlightMax;
+    new Gauge({
+      name: 'kd_admission_reviews_in_flight_max',
+      help: 'The most reviews in flight at once since the process started',
+      registers,
+      collect() {
+        if (inFlightMax) this.set(inFlightMax());
+      },
+    });
+    this.queued = new Gauge({
+      name: 'kd_admission_reviews_queued',
+      help: 'Reviews waiting for a turn (at most --max-queued), their bodies not read yet',
+      registers,
+    });
+    this.refusedBusy = new Counter({
+      name: 'kd_admission_reviews_refused_busy_total',
+      help: 'Reviews answered 429 without a decision: the queue was full, or no turn came within the deadline',
+      labelNames: ['webhook', 'reason'],
+      registers,
+    });
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
   observe(webhook: string, operation: string, result: RequestResult, seconds: number): void {
     count(this.requestCounts, `${webhook} ${operation} ${result}`, { webhook, operation, result });
     this.duration.observe({ webhook }, seconds);
+  }
+
+  /** A review told "busy" (reason: queue-full or deadline). */
+  busy(webhook: string, reason: string): void {
+    this.refusedBusy.inc({ webhook, reason });
   }
 
   /** One lookup answered by `source` (cache, live, live_not_found). */

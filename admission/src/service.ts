@@ -14,6 +14,7 @@ import {
   type KubeConnection,
   KubeDirectorGuard,
   liveGet,
+  type LiveGet,
   type Logger,
 } from '@kd-connections/shared';
 import { createApp, type Readiness } from './app.js';
@@ -21,6 +22,7 @@ import { AdmissionCaches } from './caches.js';
 import type { AdmissionConfig } from './config.js';
 import { AdmissionMetrics } from './metrics.js';
 import { ProbeServer } from './probe-server.js';
+import { ReviewLimiter } from './review-limiter.js';
 import { AdmissionServer } from './server.js';
 import { BootstrapCertificateSource } from './tls/bootstrap-certificate-source.js';
 import type { CertificateSink, CertificateSource } from './tls/certificate.js';
@@ -35,6 +37,27 @@ export interface ServiceOptions {
   certificateSource?: CertificateSource;
   /** This replica in events and the bootstrapper's user agent; default $POD_NAME, else host-pid. */
   identity?: string;
+}
+
+/** Live reads at the API server at once, for all reviews together. */
+const LIVE_READS_AT_ONCE = 16;
+
+/** `get` with at most `n` calls outstanding; the others wait in order. */
+function limitConcurrency(get: LiveGet, n: number): LiveGet {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(path: string, accept: string) => {
+    // A finished call hands its slot to the next waiting one, so no newcomer slips in between.
+    if (running >= n) await new Promise<void>((r) => waiting.push(r));
+    else running++;
+    try {
+      return await get<T>(path, accept);
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
 }
 
 /** The bootstrapper's API writes carry this user agent, distinct from the webhook path's. */
@@ -94,14 +117,25 @@ export class AdmissionService implements CertificateSink {
       log,
       onRestart: (informer, reason) => this.metrics.informerRestarts.inc({ informer, reason }),
     });
+    const limiter = new ReviewLimiter({
+      maxInFlight: config.maxInFlight,
+      maxBytes: config.maxInFlightBytes,
+      maxQueued: config.maxQueued,
+      onChange: (inFlight, queued) => {
+        this.metrics.inFlight.set(inFlight);
+        this.metrics.queued.set(queued);
+      },
+    });
     this.metrics = new AdmissionMetrics({
       defaultMetrics: true,
       cacheSizes: () => this.caches.sizes(),
       ready: () => this.readiness().ready,
+      inFlightMax: () => limiter.highWater,
     });
-    const lookup = new CachedLookup(this.caches.stores, liveGet(this.client), (kind, source) =>
-      this.metrics.lookup(kind, source),
-    );
+    // Live reads (cache misses) of all reviews together, at most this many at once: the reviews in
+    // flight are bounded, and so is what they can ask of the API server at a time.
+    const live = limitConcurrency(liveGet(this.client), LIVE_READS_AT_ONCE);
+    const lookup = new CachedLookup(this.caches.stores, live, (kind, source) => this.metrics.lookup(kind, source));
     const identity = opts.identity ?? defaultIdentity();
     this.guard = config.kubedirectorMode
       ? undefined
@@ -138,6 +172,8 @@ export class AdmissionService implements CertificateSink {
       log,
       readiness: () => this.readiness(),
       draining: () => this.server.draining,
+      limiter,
+      reviewDeadlineMs: config.reviewDeadlineMs,
     });
     this.server = new AdmissionServer({
       app,

@@ -18,7 +18,7 @@ import {
   type AdmissionReviewResponse,
   type Decision,
 } from './admission-review.js';
-import { memoizeLookup } from './memoize-lookup.js';
+import { LookupBudgetError, memoizeLookup } from './memoize-lookup.js';
 import { ALL_NAMESPACES, outOfScope, type NamespaceScope } from './namespace-scope.js';
 
 export interface WebhookDeps {
@@ -201,12 +201,52 @@ export async function runWebhook(
   review: AdmissionReview,
   deps: WebhookDeps,
   scope: NamespaceScope = ALL_NAMESPACES,
+  limits: ReviewLimits = {},
 ): Promise<WebhookResult> {
   const decision =
     outOfScope(review.request, scope, webhook.name === 'validate-kdapp') ??
     standDown(webhook, review.request, deps) ??
-    (await decide(webhook, review.request, deps));
+    (await decide(webhook, review.request, deps, limits));
   return { review: toResponse(review, decision), decision };
+}
+
+/** What one review may spend deciding. */
+export interface ReviewLimits {
+  /** performance.now() by which the decision must be made; absent: no deadline. */
+  deadline?: number;
+  /** performance.now() when the review arrived (for the denial's figure); default: when deciding began. */
+  arrived?: number;
+  /** Distinct lookups one review may make (default MAX_LOOKUPS_PER_REVIEW). */
+  maxLookups?: number;
+}
+
+/**
+ * Enough for the largest review the schema allows: 3 × 100 connections, each connected cluster with its
+ * app (two catalogs), the cluster's own app and the cycle search (64).
+ */
+export const MAX_LOOKUPS_PER_REVIEW = 800;
+
+/** How many connections a review's object lists (the number the deadline denial names). */
+function connectionCount(object: unknown): number {
+  const c = isObject(object) && isObject(object.spec) ? object.spec.connections : undefined;
+  if (!isObject(c)) return 0;
+  return ['clusters', 'configmaps', 'secrets'].reduce((n, k) => n + (Array.isArray(c[k]) ? c[k].length : 0), 0);
+}
+
+/**
+ * The answer when a review ran out of time or lookups. A validating webhook denies: admitting unchecked
+ * connections is what it exists to prevent, and the writer can simply retry. A mutating one allows the
+ * object unchanged, which is what its failurePolicy (Ignore) would do with a timeout, minus the wait.
+ */
+function notChecked(webhook: Webhook, request: AdmissionRequest, why: 'deadline' | 'budget', ms: number): Decision {
+  const n = connectionCount(request.object);
+  const what = n > 0 ? `could not check ${n} connections` : 'could not finish the checks';
+  const sentence =
+    why === 'deadline'
+      ? `${what} in time (${Math.round(ms)} ms, below the webhook's timeout); nothing was decided about them: try again`
+      : `${what}: they need more than ${MAX_LOOKUPS_PER_REVIEW} lookups, more than one review may make`;
+  if (webhook.name.startsWith('mutate-')) return allow(`not mutated: ${sentence}`);
+  return reject(503, sentence);
 }
 
 /**
@@ -229,7 +269,12 @@ function standDown(webhook: Webhook, request: AdmissionRequest, deps: WebhookDep
   return reject(403, refusal);
 }
 
-async function decide(webhook: Webhook, request: AdmissionRequest, deps: WebhookDeps): Promise<Decision> {
+async function decide(
+  webhook: Webhook,
+  request: AdmissionRequest,
+  deps: WebhookDeps,
+  limits: ReviewLimits,
+): Promise<Decision> {
   const op = request.operation;
   // Request fields go into notes as descriptions, never through String(): a JSON object such as
   // {"toString": 1} cannot be converted to a string at all.
@@ -251,16 +296,39 @@ async function decide(webhook: Webhook, request: AdmissionRequest, deps: Webhook
       ? misshapen('request.oldObject', request.oldObject, OBJECT_SHAPES[webhook.kind] ?? [])
       : undefined);
   if (wrong) return reject(400, wrong);
-  // One review asks for the same objects repeatedly (the app once per connected cluster); answer each once.
-  const scoped: WebhookDeps = { ...deps, lookup: memoizeLookup(deps.lookup) };
+  // One review asks for the same objects repeatedly (the app once per connected cluster); answer each
+  // once, within the review's budget of lookups and its deadline.
+  const started = limits.arrived ?? performance.now();
+  let expired = false;
+  const scoped: WebhookDeps = {
+    ...deps,
+    lookup: memoizeLookup(deps.lookup, {
+      maxLookups: limits.maxLookups ?? MAX_LOOKUPS_PER_REVIEW,
+      expired: () => expired,
+    }),
+  };
+  let timer: NodeJS.Timeout | undefined;
   try {
-    return await webhook.decide(request as JudgedRequest, scoped);
+    const work = Promise.resolve().then(() => webhook.decide(request as JudgedRequest, scoped));
+    if (limits.deadline === undefined) return await work;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), Math.max(0, limits.deadline! - performance.now()));
+    });
+    const out = await Promise.race([work, late]);
+    if (out !== 'late') return out;
+    // The work goes on until its next lookup, which then fails; nobody waits for it.
+    expired = true;
+    work.catch(() => {});
+    return notChecked(webhook, request, 'deadline', performance.now() - started);
   } catch (e) {
+    if (e instanceof LookupBudgetError) return notChecked(webhook, request, e.why, performance.now() - started);
     // JSON.parse takes any depth; comparing or quoting a value nested thousands of levels deep does not.
     if (e instanceof RangeError && /call stack/i.test(e.message)) {
       return reject(400, 'request.object is nested too deeply to be judged');
     }
     throw e;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

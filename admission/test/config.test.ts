@@ -34,6 +34,10 @@ describe('configuration', () => {
       namespaces: [],
       excludedNamespaces: ['kube-system'],
       guestconfigImage: 'kd.invalid/kd-guestconfig:local',
+      maxInFlight: 8,
+      maxInFlightBytes: 8 * 1024 * 1024,
+      maxQueued: 200,
+      reviewDeadlineMs: 2500,
     });
   });
 

@@ -5,6 +5,8 @@
  * its fields match. `version` is either an exact version or a semver range.
  */
 import semver from 'semver';
+import { BoundedMemo } from './bounded-memo.js';
+import { SCHEMA_LIMITS } from './schema-limits.js';
 import type { ConnectableToEntry, KDApp, KDAppSpec } from './types.js';
 
 const EXACT_VERSION = /^v?\d+(\.\d+)*([-+][0-9A-Za-z.+-]+)?$/;
@@ -12,16 +14,21 @@ const NUMERIC_VERSION = /^\d+(\.\d+)*$/;
 
 export type VersionSpec = { kind: 'exact'; value: string } | { kind: 'range'; range: string };
 
-const parsedSpecs = new Map<string, VersionSpec | undefined>();
+/**
+ * Every review checks the same few entries of the same apps: each text is parsed once. The memos are
+ * keyed by review text, so they are bounded in bytes, and texts longer than the schema allows (which a
+ * review posted straight to the service can carry; the rules refuse them first) are never kept.
+ */
+const MEMO_ENTRIES = 1000;
+const MEMO_BYTES = 1024 * 1024;
+const parsedSpecs = new BoundedMemo<VersionSpec | undefined>(MEMO_ENTRIES, MEMO_BYTES, SCHEMA_LIMITS.version, 256);
+const parsedVersions = new BoundedMemo<semver.SemVer | null>(MEMO_ENTRIES, MEMO_BYTES, SCHEMA_LIMITS.version, 256);
+// A parsed range holds its comparators: counted at a generous 2 KiB each (128 characters make few).
+const ranges = new BoundedMemo<semver.Range>(MEMO_ENTRIES, 4 * MEMO_BYTES, SCHEMA_LIMITS.version * 4, 2048);
 
 /** Parses the version field of an entry; undefined when it is neither a version nor a valid range. */
 export function parseVersionSpec(spec: string): VersionSpec | undefined {
-  // Every review checks the same few entries of the same apps: parse each text once (bounded memo).
-  if (parsedSpecs.has(spec)) return parsedSpecs.get(spec);
-  const parsed = parseVersionSpecUncached(spec);
-  if (parsedSpecs.size >= 1000) parsedSpecs.clear();
-  parsedSpecs.set(spec, parsed);
-  return parsed;
+  return parsedSpecs.get(spec, parseVersionSpecUncached);
 }
 
 function parseVersionSpecUncached(spec: string): VersionSpec | undefined {
@@ -32,27 +39,21 @@ function parseVersionSpecUncached(spec: string): VersionSpec | undefined {
   return range === null ? undefined : { kind: 'range', range };
 }
 
-const parsedVersions = new Map<string, semver.SemVer | null>();
-const ranges = new Map<string, semver.Range>();
-
 function loose(version: string): semver.SemVer | null {
-  let v = parsedVersions.get(version);
-  if (v === undefined) {
-    v = semver.parse(version, { loose: true }) ?? semver.coerce(version, { includePrerelease: true });
-    if (parsedVersions.size >= 1000) parsedVersions.clear();
-    parsedVersions.set(version, v);
-  }
-  return v;
+  return parsedVersions.get(
+    version,
+    (v) => semver.parse(v, { loose: true }) ?? semver.coerce(v, { includePrerelease: true }),
+  );
 }
 
 function rangeOf(range: string): semver.Range {
-  let r = ranges.get(range);
-  if (!r) {
-    r = new semver.Range(range, { loose: true });
-    if (ranges.size >= 1000) ranges.clear();
-    ranges.set(range, r);
-  }
-  return r;
+  return ranges.get(range, (r) => new semver.Range(r, { loose: true }));
+}
+
+/** What the memos hold, for tests: entries and counted bytes. */
+export function versionMemoSizes(): { entries: number; bytes: number } {
+  const all = [parsedSpecs, parsedVersions, ranges];
+  return { entries: all.reduce((n, m) => n + m.size, 0), bytes: all.reduce((n, m) => n + m.keptBytes, 0) };
 }
 
 export function versionMatches(spec: string, version: string | undefined): boolean {

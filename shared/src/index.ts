@@ -1,5 +1,7 @@
 export * from './types.js';
 export * from './names.js';
+export * from './schema-limits.js';
+export * from './bounded-memo.js';
 export * from './short-json.js';
 export * from './field-errors.js';
 export * from './connection-sets.js';

@@ -6,6 +6,8 @@ import { isConnectable, describeApp, parseVersionSpec } from './connectable.js';
 import { connectionSets } from './connection-sets.js';
 import type { FieldError, RuleResult } from './field-errors.js';
 import { resolveApp, type AppLookup, type Lookup, type RuleOptions } from './lookup.js';
+import { SCHEMA_LIMITS, tooLong, tooManyItems } from './schema-limits.js';
+import { shortJson } from './short-json.js';
 import type { KDApp } from './types.js';
 
 export interface AppReview {
@@ -16,10 +18,20 @@ export interface AppReview {
 
 const ENTRY_FIELDS = ['category', 'distroID', 'version'] as const;
 
+/** The schema's maxLength of each field, checked before the field is used (a version is parsed). */
+const MAX_LENGTH = {
+  category: SCHEMA_LIMITS.category,
+  distroID: SCHEMA_LIMITS.distroID,
+  version: SCHEMA_LIMITS.version,
+} as const;
+
 export function checkConnectableTo(value: unknown): FieldError[] {
   const errors: FieldError[] = [];
   if (value === undefined || value === null) return errors;
   if (!Array.isArray(value)) return [{ field: 'spec.connectable_to', message: 'must be a list of entries' }];
+  // Longer than the schema allows: refused as a whole, before any entry is looked at.
+  const many = tooManyItems(value, SCHEMA_LIMITS.connectableToItems);
+  if (many) return [{ field: 'spec.connectable_to', message: many }];
   for (const [i, entry] of value.entries()) {
     const at = `spec.connectable_to[${i}]`;
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
@@ -35,12 +47,18 @@ export function checkConnectableTo(value: unknown): FieldError[] {
       });
       continue;
     }
+    let usable = true;
     for (const k of present) {
-      if (typeof e[k] !== 'string' || (e[k] as string).trim() === '') {
-        errors.push({ field: `${at}.${k}`, message: `must be a non-empty string, not ${JSON.stringify(e[k])}` });
+      const long = tooLong(e[k], MAX_LENGTH[k]);
+      if (long) {
+        errors.push({ field: `${at}.${k}`, message: long });
+        usable = false;
+      } else if (typeof e[k] !== 'string' || (e[k] as string).trim() === '') {
+        errors.push({ field: `${at}.${k}`, message: `must be a non-empty string, not ${shortJson(e[k], 64)}` });
+        usable = false;
       }
     }
-    if (typeof e.version === 'string' && e.version.trim() !== '' && !parseVersionSpec(e.version)) {
+    if (usable && typeof e.version === 'string' && !parseVersionSpec(e.version)) {
       errors.push({
         field: `${at}.version`,
         message: `${JSON.stringify(e.version)} is neither a version (e.g. "2.4.5") nor a valid semver range (e.g. ">=2.4 <3")`,
@@ -56,10 +74,18 @@ export async function validateApp(review: AppReview, lookup: AppLookup, opts: Ru
   if (spec === undefined || spec === null || typeof spec !== 'object')
     return { errors: [{ field: 'spec', message: 'required' }], warnings: [] };
   const errors = checkConnectableTo(spec.connectable_to);
-  if (spec.category !== undefined && (typeof spec.category !== 'string' || spec.category.trim() === '')) {
+  for (const k of ENTRY_FIELDS) {
+    const long = tooLong(spec[k], MAX_LENGTH[k]);
+    if (long) errors.push({ field: `spec.${k}`, message: long });
+  }
+  if (
+    spec.category !== undefined &&
+    !tooLong(spec.category, MAX_LENGTH.category) &&
+    (typeof spec.category !== 'string' || spec.category.trim() === '')
+  ) {
     errors.push({
       field: 'spec.category',
-      message: `must be a non-empty string, not ${JSON.stringify(spec.category)}`,
+      message: `must be a non-empty string, not ${shortJson(spec.category, 64)}`,
     });
   }
   const warnings: string[] = [];

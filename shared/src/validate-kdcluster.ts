@@ -12,6 +12,7 @@ import { generatorValueError } from './generator.js';
 import { jsonEqual } from './json-equal.js';
 import { appSearchDescription, resolveApp, type Lookup, type ResolvedApp, type RuleOptions } from './lookup.js';
 import { invalidObjectName, LABEL_VALUE_MAX, SHOWN_NAME_MAX } from './names.js';
+import { SCHEMA_LIMITS, tooManyItems } from './schema-limits.js';
 import { shortJson } from './short-json.js';
 import { CONNECTION_LISTS, KIND_OF_LIST, LABEL_KDCLUSTER, type ConnectionList, type KDCluster } from './types.js';
 
@@ -49,6 +50,10 @@ export async function validateCluster(review: ClusterReview, lookup: Lookup, opt
   const oldSpec = operation === 'UPDATE' ? oldObject?.spec : undefined;
   // KubeDirector's shortcut: an update that leaves the spec alone (labels, annotations) has nothing to check.
   if (operation === 'UPDATE' && oldSpec && jsonEqual(spec, oldSpec)) return { errors, warnings };
+  // Lists longer than the schema allows never reach the API server's storage: refused before any
+  // lookup (a review posted straight to the service could otherwise ask for thousands of reads).
+  const oversized = oversizedLists(spec.connections);
+  if (oversized.length > 0) return { errors: [...errors, ...oversized], warnings };
 
   // The cluster's own app: required on create and when the app reference changes; otherwise a
   // missing app must not block an unrelated update, so it only warns.
@@ -159,6 +164,8 @@ export function lookupFreeErrors(review: ClusterReview): FieldError[] {
   if (object.metadata?.deletionTimestamp || spec === undefined || spec === null || typeof spec !== 'object') return [];
   const oldSpec = operation === 'UPDATE' ? oldObject?.spec : undefined;
   if (operation === 'UPDATE' && oldSpec && jsonEqual(spec, oldSpec)) return [];
+  const oversized = oversizedLists(spec.connections);
+  if (oversized.length > 0) return oversized;
   const errors: FieldError[] = [];
   const self = object.metadata?.name ?? '';
   for (const list of CONNECTION_LISTS) {
@@ -170,6 +177,17 @@ export function lookupFreeErrors(review: ClusterReview): FieldError[] {
     });
   }
   errors.push(...checkGenerator(oldSpec?.configMetaGenerator, spec.configMetaGenerator));
+  return errors;
+}
+
+/** Connection lists longer than the schema's maxItems, one error each. */
+function oversizedLists(connections: unknown): FieldError[] {
+  if (connections === null || typeof connections !== 'object') return [];
+  const errors: FieldError[] = [];
+  for (const list of CONNECTION_LISTS) {
+    const many = tooManyItems((connections as Record<string, unknown>)[list], SCHEMA_LIMITS.connectionItems);
+    if (many) errors.push({ field: `spec.connections.${list}`, message: many });
+  }
   return errors;
 }
 
