@@ -34,7 +34,7 @@ export default {
       // Everything that needs a real etcd + kube-apiserver. The global setup starts one control plane
       // for the whole run; it only runs when a test of this project is selected.
       displayName: 'cluster',
-      testMatch: ['<rootDir>/test/{smoke,integration,e2e,chart,reliability,node,gitops}/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/{smoke,integration,e2e,chart,reliability,node,gitops,kubedirector}/**/*.test.ts'],
       globalSetup: '<rootDir>/test/jest/global-setup.js',
       globalTeardown: '<rootDir>/test/jest/global-teardown.js',
       slowTestThreshold: 30,
