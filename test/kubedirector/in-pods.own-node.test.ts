@@ -31,6 +31,9 @@ import {
 import { eventually, ok } from '../support/processes.js';
 import { isLoopback, samplePeers } from '../support/socket-peers.js';
 import { ctrBinary } from '../node/node-support.js';
+import { kubedirectorConfigmeta, type KdWorld } from '../../shared/test/kubedirector-reference.js';
+import type { Json } from '../../shared/test/configcli-reader.js';
+import type { KDApp, KDCluster } from '../../shared/src/types.js';
 
 const env = useDedicatedControlPlane();
 let node: NodeHandle | undefined;
@@ -178,6 +181,43 @@ describe('KubeDirector delivers configmeta.json into configcli containers', () =
     }
   });
 
+  test('the hand-written port (shared/test/kubedirector-reference.ts) renders exactly what KubeDirector delivered', async () => {
+    // Built from what KubeDirector itself reads: its kdcluster (spec + status members), its kdapp.
+    const get = async (kind: string, name: string) =>
+      JSON.parse(ok(await env.kubectl(['get', kind, name, '-o', 'json']), `get ${kind} ${name}`).stdout) as {
+        spec: object;
+        status?: { clusterService?: string; roles?: { id: string; members?: { pod: string; nodeID: number }[] }[] };
+      };
+    const cr = await get('kubedirectorcluster', CLUSTER);
+    const app = await get('kubedirectorapp', APP);
+    const world: KdWorld = {
+      namespace: env.namespace,
+      clusters: {
+        [CLUSTER]: {
+          cluster: cr as unknown as KDCluster,
+          app: app as unknown as KDApp,
+          clusterService: cr.status?.clusterService ?? '',
+          roles: (cr.status?.roles ?? []).map((r) => ({
+            id: r.id,
+            members: (r.members ?? []).map((m) => ({ pod: m.pod, nodeID: m.nodeID })),
+          })),
+        },
+      },
+      configMaps: {},
+      secrets: {},
+    };
+    const diffs: string[] = [];
+    for (const r of world.clusters[CLUSTER]!.roles)
+      for (const m of r.members) {
+        const real = JSON.parse(
+          await catIn(env, { pod: m.pod, namespace: env.namespace }, '/etc/guestconfig/configmeta.json'),
+        ) as Json;
+        const port = kubedirectorConfigmeta(world, CLUSTER, m.pod);
+        diffs.push(...jsonDiff(real, port).map((d) => `${m.pod} ${d}`));
+      }
+    expect(diffs).toEqual([]);
+  });
+
   test('no socket of KubeDirector or the API server ever reached an address off loopback', () => {
     const seen = sampler!.stop();
     sampler = undefined;
@@ -185,3 +225,21 @@ describe('KubeDirector delivers configmeta.json into configcli containers', () =
     expect(seen.filter((s) => !isLoopback(s.split(' ')[1]!))).toEqual([]);
   });
 });
+
+/** Field-by-field differences (objects by key, key order included; other values whole), as `path: real ≠ port`. */
+function jsonDiff(a: Json | undefined, b: Json | undefined, path = ''): string[] {
+  const isObj = (v: Json | undefined): v is { [k: string]: Json } =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (isObj(a) && isObj(b)) {
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+    const out = keys.flatMap((k) => jsonDiff(a[k], b[k], `${path}.${k}`));
+    const order = (o: object, other: object) =>
+      Object.keys(o)
+        .filter((k) => k in other)
+        .join(',');
+    if (out.length === 0 && order(a, b) !== order(b, a))
+      out.push(`${path} <key order>: ${order(a, b)} ≠ ${order(b, a)}`);
+    return out;
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? [] : [`${path}: ${JSON.stringify(a)} ≠ ${JSON.stringify(b)}`];
+}
