@@ -79,11 +79,19 @@ const role = (id: string, members: number) => ({
   secret: { name: STARTSCRIPT_SECRET, defaultMode: 0o755, mountPath: '/opt/guestconfig/*' },
 });
 
-const kdCluster = (workers: number) => ({
+const OTHER = 'kd-two';
+const CM = 'kd-cm';
+const SECRET = 'kd-secret';
+const kdCluster = (workers: number, connections?: object, name = CLUSTER) => ({
   apiVersion: 'kubedirector.hpe.com/v1beta1',
   kind: 'KubeDirectorCluster',
-  metadata: { name: CLUSTER },
-  spec: { app: APP, serviceType: 'ClusterIP', roles: [role('main', 1), role('worker', workers)] },
+  metadata: { name },
+  spec: {
+    app: APP,
+    serviceType: 'ClusterIP',
+    roles: [role('main', 1), role('worker', workers)],
+    ...(connections ? { connections } : {}),
+  },
 });
 
 interface KdClusterStatus {
@@ -188,23 +196,24 @@ describe('KubeDirector delivers configmeta.json into configcli containers', () =
         spec: object;
         status?: { clusterService?: string; roles?: { id: string; members?: { pod: string; nodeID: number }[] }[] };
       };
-    const cr = await get('kubedirectorcluster', CLUSTER);
     const app = await get('kubedirectorapp', APP);
+    const state = async (name: string) => {
+      const cr = await get('kubedirectorcluster', name);
+      return {
+        cluster: cr as unknown as KDCluster,
+        app: app as unknown as KDApp,
+        clusterService: cr.status?.clusterService ?? '',
+        roles: (cr.status?.roles ?? []).map((r) => ({
+          id: r.id,
+          members: (r.members ?? []).map((m) => ({ pod: m.pod, nodeID: m.nodeID })),
+        })),
+      };
+    };
     const world: KdWorld = {
       namespace: env.namespace,
-      clusters: {
-        [CLUSTER]: {
-          cluster: cr as unknown as KDCluster,
-          app: app as unknown as KDApp,
-          clusterService: cr.status?.clusterService ?? '',
-          roles: (cr.status?.roles ?? []).map((r) => ({
-            id: r.id,
-            members: (r.members ?? []).map((m) => ({ pod: m.pod, nodeID: m.nodeID })),
-          })),
-        },
-      },
-      configMaps: {},
-      secrets: {},
+      clusters: { [CLUSTER]: await state(CLUSTER), [OTHER]: await state(OTHER) },
+      configMaps: { [CM]: (await get('configmap', CM)) as never },
+      secrets: { [SECRET]: (await get('secret', SECRET)) as never },
     };
     const diffs: string[] = [];
     for (const r of world.clusters[CLUSTER]!.roles)

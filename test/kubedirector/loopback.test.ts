@@ -79,7 +79,11 @@ describe('the loopback guard, in place before KubeDirector starts', () => {
     ['a private-range URL', { url: 'https://10.96.0.1:443/validate' }],
     ['a host name', { url: 'https://kubedirector-validator.default.svc:443/validate' }],
   ])('refuses a webhook configuration with %s', async (_what, clientConfig) => {
-    const r = await env.kubectl(['create', '-f', '-'], { input: probe(clientConfig), namespace: false });
+    // Dry run: even a broken guard never persists a service-mode configuration.
+    const r = await env.kubectl(['create', '--dry-run=server', '-f', '-'], {
+      input: probe(clientConfig),
+      namespace: false,
+    });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/webhooks must use clientConfig\.url on https:\/\/127\.0\.0\.1/);
   });
