@@ -60,7 +60,9 @@ const kdApp = {
     // Never fetched: the startscript is already in place (see the file comment).
     defaultConfigPackage: { packageURL: 'file:///kd-tests/never-fetched.tgz', useNewSetupLayout: false },
     systemdRequired: false,
-    services: [],
+    // One service with a port: a member of an app with none gets Service "n/a" (zeroPortsService), and
+    // KubeDirector then cannot shrink its role — deleting Service "n/a" fails, members stay `deleting`.
+    services: [{ id: 'svc', label: { name: 'svc' }, endpoint: { port: 8080, isDashboard: false } }],
     roles: [
       { id: 'main', cardinality: '1' },
       { id: 'worker', cardinality: '0+' },
@@ -68,8 +70,8 @@ const kdApp = {
     config: {
       selectedRoles: ['main', 'worker'],
       roleServices: [
-        { roleID: 'main', serviceIDs: [] },
-        { roleID: 'worker', serviceIDs: [] },
+        { roleID: 'main', serviceIDs: ['svc'] },
+        { roleID: 'worker', serviceIDs: ['svc'] },
       ],
     },
   },
@@ -118,7 +120,7 @@ async function configuredMembers(n: number): Promise<{ pod: string; nodeID: numb
         return undefined;
       return members.map(({ pod, nodeID, role }) => ({ pod, nodeID, role }));
     },
-    480_000,
+    240_000,
     1000,
   ).catch(async (e: Error) => {
     throw new Error(`${e.message}\nstatus: ${JSON.stringify(await clusterStatus())}\n${kd?.output().slice(-4000)}`);
