@@ -16,6 +16,22 @@ const common = {
   rootDir: '.',
 };
 
+// One kubelet per machine: the own-node project runs only on its own (.ci/run runs it after npm test),
+// never beside the suite's shared node.
+if (process.env.KD_TEST_OWN_NODE === '1' && process.env.KD_TEST_NODE !== '0')
+  throw new Error("KD_TEST_OWN_NODE=1 needs KD_TEST_NODE=0: the suite's shared node and an own node cannot both run");
+const ownNode =
+  process.env.KD_TEST_OWN_NODE === '1'
+    ? [
+        {
+          ...common,
+          displayName: 'own-node',
+          testMatch: ['<rootDir>/test/kubedirector/**/*.own-node.test.ts'],
+          slowTestThreshold: 120,
+        },
+      ]
+    : [];
+
 /** @type {import('jest').Config} */
 export default {
   // Pure logic and handlers, no cluster.
@@ -34,11 +50,15 @@ export default {
       // Everything that needs a real etcd + kube-apiserver. The global setup starts one control plane
       // for the whole run; it only runs when a test of this project is selected.
       displayName: 'cluster',
-      testMatch: ['<rootDir>/test/{smoke,integration,e2e,chart,reliability,node,gitops}/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/{smoke,integration,e2e,chart,reliability,node,gitops,kubedirector}/**/*.test.ts'],
       globalSetup: '<rootDir>/test/jest/global-setup.js',
       globalTeardown: '<rootDir>/test/jest/global-teardown.js',
+      // *.own-node.test.ts start a control plane AND a node of their own (the real KubeDirector's CRDs
+      // cannot share the suite's API server, and a kubelet joins one): project `own-node` below.
+      testPathIgnorePatterns: ['\\.own-node\\.test\\.ts$'],
       slowTestThreshold: 30,
     },
+    ...ownNode,
   ],
   testTimeout: 60_000,
   maxWorkers: 2,

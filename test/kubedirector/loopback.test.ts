@@ -1,0 +1,158 @@
+/**
+ * The real KubeDirector operator, run against a control plane of this file's own (its CRDs are
+ * cluster-scoped and share names with the project's), stays on loopback: checked FIRST, before it
+ * ever starts, by a guard the API server enforces, then on the running operator — its webhook
+ * configuration, its listeners, and every socket it or the API server opens while KubeDirector
+ * registers and serves its webhook.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { listeningAddresses } from '../controlplane/listening-sockets.js';
+import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
+import {
+  KD_NAMESPACE,
+  KD_VALIDATOR_SERVICE,
+  KD_WEBHOOK_NAME,
+  installKubeDirector,
+  installLoopbackGuard,
+  kubedirectorBinary,
+  startKubeDirector,
+  type KubeDirectorProcess,
+} from '../support/kubedirector-operator.js';
+import { eventually, ok } from '../support/processes.js';
+import { isLoopback, samplePeers } from '../support/socket-peers.js';
+
+const env = useDedicatedControlPlane();
+let kd: KubeDirectorProcess | undefined;
+let deploy = '';
+let sampler: { stop(): string[] } | undefined;
+
+interface WebhookConfig {
+  metadata: { name: string };
+  webhooks?: { name: string; clientConfig: { url?: string; service?: unknown } }[];
+}
+
+async function webhookConfigs(): Promise<WebhookConfig[]> {
+  const out: WebhookConfig[] = [];
+  for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations']) {
+    const r = ok(await env.kubectl(['get', kind, '-o', 'json'], { namespace: false }), `list ${kind}`);
+    out.push(...(JSON.parse(r.stdout) as { items: WebhookConfig[] }).items);
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  const built = await kubedirectorBinary();
+  deploy = built.deploy;
+  // Checked first: the guard is in place before any KubeDirector object exists.
+  await installLoopbackGuard(env);
+  await installKubeDirector(env, deploy);
+  sampler = samplePeers(() => [env.cp.pids().apiserver, kd?.pid].filter((p): p is number => p !== undefined));
+  kd = await startKubeDirector(env, built.bin);
+}, 600_000);
+
+afterAll(async () => {
+  sampler?.stop();
+  await kd?.stop();
+});
+
+describe('the loopback guard, in place before KubeDirector starts', () => {
+  const probe = (clientConfig: object) =>
+    JSON.stringify({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: 'kd-tests-probe' },
+      webhooks: [
+        {
+          name: 'probe.kd-tests.invalid',
+          clientConfig,
+          rules: [{ operations: ['CREATE'], apiGroups: ['example.invalid'], apiVersions: ['v1'], resources: ['x'] }],
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    });
+
+  test.each([
+    ['clientConfig.service (what upstream KubeDirector registers)', { service: { namespace: 'default', name: 'x' } }],
+    ['a private-range URL', { url: 'https://10.96.0.1:443/validate' }],
+    ['a host name', { url: 'https://kubedirector-validator.default.svc:443/validate' }],
+  ])('refuses a webhook configuration with %s', async (_what, clientConfig) => {
+    // Dry run: even a broken guard never persists a service-mode configuration.
+    const r = await env.kubectl(['create', '--dry-run=server', '-f', '-'], {
+      input: probe(clientConfig),
+      namespace: false,
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/webhooks must use clientConfig\.url on https:\/\/127\.0\.0\.1/);
+  });
+
+  test('lets a loopback URL through (the guard is not simply refusing everything)', async () => {
+    const input = probe({ url: 'https://127.0.0.1:1/validate' });
+    ok(await env.kubectl(['create', '--dry-run=server', '-f', '-'], { input, namespace: false }), 'dry-run create');
+  });
+});
+
+describe('KubeDirector on loopback', () => {
+  test('registers its webhook configuration by URL on 127.0.0.1, and no configuration names a Service', async () => {
+    const all = await eventually(`${KD_WEBHOOK_NAME} registered`, async () => {
+      const c = await webhookConfigs();
+      return c.some((w) => w.metadata.name === KD_WEBHOOK_NAME) ? c : undefined;
+    });
+    const mine = all.find((w) => w.metadata.name === KD_WEBHOOK_NAME)!;
+    expect(mine.webhooks?.map((w) => w.clientConfig.url)).toEqual([
+      `https://127.0.0.1:${kd!.validatorPort}/validate`,
+      `https://127.0.0.1:${kd!.validatorPort}/validate`,
+    ]);
+    expect(all.flatMap((c) => (c.webhooks ?? []).filter((w) => w.clientConfig.service !== undefined))).toEqual([]);
+  });
+
+  test('listens on 127.0.0.1 only: its validator and its metrics', () => {
+    const addrs = listeningAddresses(kd!.pid);
+    expect(addrs).toEqual(expect.arrayContaining([`127.0.0.1:${kd!.validatorPort}`, `127.0.0.1:${kd!.metricsPort}`]));
+    expect(addrs.filter((a) => !a.startsWith('127.0.0.1:'))).toEqual([]);
+  });
+
+  test("its validator's Service has no ClusterIP to dial", async () => {
+    const r = ok(
+      await env.kubectl(
+        ['get', 'service', KD_VALIDATOR_SERVICE, '-n', KD_NAMESPACE, '-o', 'jsonpath={.spec.clusterIP}'],
+        {
+          namespace: false,
+        },
+      ),
+      'get the validator Service',
+    );
+    expect(r.stdout).toBe('None');
+  });
+
+  test("the API server calls KubeDirector's webhook over loopback: a catalog app is admitted, a bad one refused with KubeDirector's message", async () => {
+    const app = JSON.parse(readFileSync(join(deploy, 'example_catalog', 'cr-app-centos7.json'), 'utf8')) as {
+      metadata: { name: string };
+      spec: { config: { roleServices: { roleID: string }[] } };
+    };
+    ok(
+      await env.kubectl(['apply', '-n', KD_NAMESPACE, '-f', '-'], { input: JSON.stringify(app), namespace: false }),
+      'apply the centos7 catalog app',
+    );
+    const bad = structuredClone(app);
+    bad.metadata.name = 'centos7-bad-role';
+    bad.spec.config.roleServices[0]!.roleID = 'no_such_role';
+    const r = await env.kubectl(['apply', '-n', KD_NAMESPACE, '-f', '-'], {
+      input: JSON.stringify(bad),
+      namespace: false,
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/admission webhook "hard-.*" denied the request/);
+    expect(r.stderr).toContain('Invalid roleID(no_such_role) in roleServices array');
+  });
+
+  test('neither KubeDirector nor the API server ever had a socket to an address off loopback', () => {
+    const seen = sampler!.stop();
+    sampler = undefined;
+    // The sampler did see traffic (KubeDirector ↔ API server, API server → webhook): it is not blind.
+    expect(seen.some((s) => s.startsWith(`${kd!.pid} `))).toBe(true);
+    expect(seen.filter((s) => !isLoopback(s.split(' ')[1]!))).toEqual([]);
+  });
+});
