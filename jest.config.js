@@ -16,7 +16,7 @@ const common = {
   rootDir: '.',
 };
 
-// One kubelet per machine: the own-node project runs only on its own (.ci/run runs it after npm test),
+// One kubelet per machine: the own-node project runs only on its own (npm test runs it last, as test:own-node),
 // never beside the suite's shared node.
 if (process.env.KD_TEST_OWN_NODE === '1' && process.env.KD_TEST_NODE !== '0')
   throw new Error("KD_TEST_OWN_NODE=1 needs KD_TEST_NODE=0: the suite's shared node and an own node cannot both run");
