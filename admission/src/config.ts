@@ -6,6 +6,8 @@ import { isIP } from 'node:net';
 import type { WebhookConfigurationRef } from '@kd-connections/certs';
 import {
   DEFAULT_GUESTCONFIG_IMAGE,
+  SECRET_DELIVERY_MODES,
+  type SecretDelivery,
   DNS1123_LABEL_RE,
   FlagError,
   packageVersion,
@@ -67,6 +69,8 @@ export interface AdmissionConfig {
   excludedNamespaces: string[];
   /** The image of the kd-guestconfig sidecar the pod webhook injects into member pods. */
   guestconfigImage: string;
+  /** --secret-delivery. */
+  secretDelivery: SecretDelivery;
 }
 
 export const ADMISSION_FLAGS = {
@@ -250,6 +254,13 @@ export const ADMISSION_FLAGS = {
     metavar: 'image',
     help: 'image of the kd-guestconfig sidecar injected into member pods (delivers /etc/guestconfig/configmeta.json); the default is the one the local harness builds',
   },
+  'secret-delivery': {
+    type: 'string',
+    env: 'KD_ADMISSION_SECRET_DELIVERY',
+    default: 'document',
+    metavar: 'mode',
+    help: "how connected Secret values reach member containers: 'document' (in configmeta.json, as KubeDirector renders them, assembled in the pod) or 'private-file' (only in the root-only .priv_configmeta.json, which the stock configcli never reads)",
+  },
 } satisfies Record<string, FlagSpec>;
 
 export const ADMISSION_PROGRAM: ProgramInfo = {
@@ -379,5 +390,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     namespaces: namespaceList('namespaces', f.namespaces),
     excludedNamespaces: namespaceList('excluded-namespaces', f['excluded-namespaces']),
     guestconfigImage: imageReference('guestconfig-image', f['guestconfig-image']),
+    secretDelivery: secretDeliveryMode(f['secret-delivery']),
   };
+}
+
+function secretDeliveryMode(value: string | undefined): SecretDelivery {
+  const v = value ?? 'document';
+  if (!(SECRET_DELIVERY_MODES as readonly string[]).includes(v))
+    throw new ConfigError(`--secret-delivery must be ${SECRET_DELIVERY_MODES.join(' or ')}, got ${JSON.stringify(v)}`);
+  return v as SecretDelivery;
 }
