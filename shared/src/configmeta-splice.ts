@@ -14,17 +14,20 @@ export interface SplicedText {
 }
 
 /**
- * JSON.stringify(doc), plus the splice naming where each section of `sections` lies in the text. Offsets
- * are bytes of the UTF-8 text. Top-level JSON.stringify output is `{` + `"key":value` joined by `,` + `}`,
+ * JSON.stringify(doc), plus the splice naming where each section of `sections` (section → byte length of
+ * the private text that replaces it) lies in the text. Offsets and lengths are bytes of UTF-8 text; the
+ * length lets the sidecar refuse a private section that is not the one the reconciler wrote (cut short,
+ * or edited by hand). Top-level JSON.stringify output is `{` + `"key":value` joined by `,` + `}`,
  * which is what the walk below measures.
  */
 export function renderSpliced(
   doc: Record<string, unknown>,
-  sections: readonly SpliceSection[],
+  sections: Partial<Record<SpliceSection, number>>,
   version: string | undefined,
 ): SplicedText {
   const text = JSON.stringify(doc);
-  if (!version || sections.length === 0) return { text, splice: '' };
+  const names = SPLICE_SECTIONS.filter((k) => sections[k] !== undefined);
+  if (!version || names.length === 0) return { text, splice: '' };
   if (!/^[0-9a-f]{16,64}$/.test(version)) throw new Error(`splice version must be hex, got ${JSON.stringify(version)}`);
   const parts: string[] = [];
   let at = 1; // after "{"
@@ -35,35 +38,38 @@ export function renderSpliced(
     first = false;
     at += Buffer.byteLength(JSON.stringify(k)) + 1; // "key":
     const len = Buffer.byteLength(JSON.stringify(v));
-    if ((sections as readonly string[]).includes(k)) parts.push(`${k} ${at} ${at + len}`);
+    const priv = sections[k as SpliceSection];
+    if (priv !== undefined) parts.push(`${k} ${at} ${at + len} ${priv}`);
     at += len;
   }
   if (at + 1 !== Buffer.byteLength(text)) throw new Error('splice offsets do not match the rendered text');
-  const missing = sections.filter((s) => !parts.some((p) => p.startsWith(`${s} `)));
+  const missing = names.filter((s) => !parts.some((p) => p.startsWith(`${s} `)));
   if (missing.length) throw new Error(`document has no top-level ${missing.join(', ')} to splice`);
   return { text, splice: ['1', version, ...parts].join(' ') };
 }
 
 export interface ParsedSplice {
   version: string;
-  ranges: { section: SpliceSection; start: number; end: number }[];
+  ranges: { section: SpliceSection; start: number; end: number; length: number }[];
 }
 
 /** The splice annotation's value, or an error naming what is wrong with it. */
 export function parseSplice(value: string): ParsedSplice | Error {
   const w = value.trim().split(/\s+/);
-  if (w[0] !== '1' || w.length < 2 || (w.length - 2) % 3 !== 0)
-    return new Error(`splice "${value}": not "1 <version> (<section> <start> <end>)*"`);
+  if (w[0] !== '1' || w.length < 2 || (w.length - 2) % 4 !== 0)
+    return new Error(`splice "${value}": not "1 <version> (<section> <start> <end> <length>)*"`);
   const ranges: ParsedSplice['ranges'] = [];
   let last = 0;
-  for (let i = 2; i < w.length; i += 3) {
+  for (let i = 2; i < w.length; i += 4) {
     const section = w[i] as SpliceSection;
     const start = Number(w[i + 1]);
     const end = Number(w[i + 2]);
+    const length = Number(w[i + 3]);
     if (!SPLICE_SECTIONS.includes(section)) return new Error(`splice: unknown section ${w[i]}`);
     if (!Number.isInteger(start) || !Number.isInteger(end) || start < last || end < start)
       return new Error(`splice: bad range ${w[i + 1]}..${w[i + 2]} for ${section}`);
-    ranges.push({ section, start, end });
+    if (!Number.isInteger(length) || length < 0) return new Error(`splice: bad length ${w[i + 3]} for ${section}`);
+    ranges.push({ section, start, end, length });
     last = end;
   }
   return { version: w[1]!, ranges };
@@ -85,7 +91,7 @@ export function assembleDocument(
   let pos = 0;
   for (const r of s.ranges) {
     const section = priv.sections[r.section];
-    if (!section || r.end > publicText.length) return undefined;
+    if (!section || section.length !== r.length || r.end > publicText.length) return undefined;
     out.push(publicText.subarray(pos, r.start), section);
     pos = r.end;
   }

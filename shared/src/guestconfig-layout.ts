@@ -71,8 +71,8 @@ export const SIDECAR_OWNED_FILES = [CONFIGMETA_FILE, GENERATOR_FILE, PRIVATE_CON
 export const GUESTCONFIG_SUBPATH = 'guestconfig';
 /**
  * Public pod annotation: how the sidecar assembles KubeDirector's document from the annotation's
- * document and the private Secret — `1 <version> (<section> <start> <end>)*` (byte ranges of the public
- * text that the private Secret's `<section>.json` replaces). `<version>` is a keyed MAC (the reconciler's
+ * document and the private Secret — `1 <version> (<section> <start> <end> <length>)*` (byte ranges of
+ * the public text that the private Secret's `<section>.json`, of `<length>` bytes, replaces). `<version>` is a keyed MAC (the reconciler's
  * key), also in the private Secret's `version` key: the sidecar only joins halves of one version.
  */
 export const ANNOTATION_CONFIGMETA_SPLICE = 'kd-connections.hpe.com/configmeta-splice';

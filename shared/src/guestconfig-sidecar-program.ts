@@ -104,7 +104,8 @@ changed() {
   if [ -e "$1/..data" ]; then [ "$2" = - ] || [ -z "$2" ] || ! [ "$1/..data" -ef "$1/$2" ]; else [ -n "$2" ]; fi
 }
 # assemble DOC SPLICE PRIVDIR OUT: KubeDirector's document from the public text and the private sections
-# of the same version; status 3 when the halves are of different versions (or the private half is missing).
+# of the same version; status 3 when the halves are of different versions (or the private half is missing),
+# 4 when a private section is not of the size the annotation names.
 assemble() {
   set -- "$1" "$2" "$3" "$4" $(cat "$2")
   doc=$1 pd=$3 out=$4
@@ -117,13 +118,14 @@ assemble() {
   : >"$out" || return 1
   pos=0
   expect=$(wc -c <"$doc")
-  while [ $# -ge 3 ]; do
-    [ -f "$pd/$1.json" ] || return 3
+  while [ $# -ge 4 ]; do
+    # A section of another size is not the one this version was written with: never joined.
+    [ -f "$pd/$1.json" ] && [ "$(wc -c <"$pd/$1.json")" -eq "$4" ] || return 4
     tail -c +$((pos + 1)) "$doc" | head -c $(($2 - pos)) >>"$out" || return 1
     cat "$pd/$1.json" >>"$out" || return 1
-    expect=$((expect - ($3 - $2) + $(wc -c <"$pd/$1.json")))
+    expect=$((expect - ($3 - $2) + $4))
     pos=$3
-    shift 3
+    shift 4
   done
   tail -c +$((pos + 1)) "$doc" >>"$out" || return 1
   # A short write (a full volume) is never delivered.
@@ -174,7 +176,10 @@ while :; do
         assemble "$doc" "$spl" "$priv/$p" "$work" || rc=$?
         doc=$work
       fi
-      if [ $rc = 3 ]; then
+      if [ $rc = 4 ]; then
+        waiting=1
+        log "the private Secret's sections are not the size the annotation names (cut short or edited by hand); keeping the last document"
+      elif [ $rc = 3 ]; then
         waiting=1
         log "waiting for the private Secret of version $(cut -d' ' -f2 "$spl") (it has $(cat "$priv/$p/${PRIVATE_SECRET_KEY_VERSION}" 2>/dev/null || echo none)); keeping the last document"
       elif [ $rc != 0 ]; then

@@ -28,7 +28,7 @@ import {
 } from './plan-private-secret.js';
 import { renderConnections, renderSplicedConfigMetaForMembers } from './render-configmeta.js';
 import { renderPrivateFiles, type PrivateFiles } from './render-private-configmeta.js';
-import { ANNOTATION_CONFIGMETA_SPLICE, SPLICE_SECTIONS } from './guestconfig-layout.js';
+import { ANNOTATION_CONFIGMETA_SPLICE, SPLICE_SECTIONS, type SpliceSection } from './guestconfig-layout.js';
 import type { ResolvedConnections } from './resolve-connections.js';
 import type { CachedPod } from './trim-object.js';
 import {
@@ -127,7 +127,11 @@ function planDelivery(
 ): Omit<ReconcilePlan, 'bump' | 'appProblem' | 'privateSecret'> {
   const connections = renderConnections(o.resolved.connected, {}, o.cluster.spec?.connections);
   // With a private half, each document names the byte ranges the sidecar replaces with its sections.
-  const sections = SPLICE_SECTIONS.filter((k) => priv?.files.sections[k] !== undefined);
+  const sections: Partial<Record<SpliceSection, number>> = {};
+  for (const k of SPLICE_SECTIONS) {
+    const text = priv?.files.sections[k];
+    if (text !== undefined) sections[k] = Buffer.byteLength(text);
+  }
   const docs = renderSplicedConfigMetaForMembers(o.cluster, own.app, o.members, connections, {
     sections,
     version: priv?.version,

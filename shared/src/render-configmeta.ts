@@ -471,7 +471,10 @@ export function renderSplicedConfigMetaForMembers(
   app: KDApp,
   members: Member[],
   connections: ConfigMetaConnections,
-  splice: { sections: readonly SpliceSection[]; version: string | undefined } = { sections: [], version: undefined },
+  splice: { sections: Partial<Record<SpliceSection, number>>; version: string | undefined } = {
+    sections: {},
+    version: undefined,
+  },
 ): Map<string, SplicedText> {
   const section = renderClusterSection(cluster, app, members);
   const out = new Map<string, SplicedText>();

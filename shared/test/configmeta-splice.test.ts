@@ -86,15 +86,23 @@ describe('the splice', () => {
   });
 
   it('offsets are bytes of UTF-8 text, and bad splices are refused with what is wrong', () => {
-    const s = renderSpliced({ a: 'é✓', connections: { x: 1 }, z: 'ü' }, ['connections'], 'ab'.repeat(8));
+    const s = renderSpliced({ a: 'é✓', connections: { x: 1 }, z: 'ü' }, { connections: 9 }, 'ab'.repeat(8));
     const out = assembleDocument(Buffer.from(s.text), s.splice, {
       version: 'ab'.repeat(8),
       sections: { connections: Buffer.from('{"x":"v"}') },
     });
     expect(out!.toString()).toBe('{"a":"é✓","connections":{"x":"v"},"z":"ü"}');
-    expect(() => renderSpliced({ a: 1 }, ['connections'], 'ab'.repeat(8))).toThrow(/no top-level connections/);
+    // A private section of another length than the annotation names is never joined (cut short, edited).
+    expect(
+      assembleDocument(Buffer.from(s.text), s.splice, {
+        version: 'ab'.repeat(8),
+        sections: { connections: Buffer.from('{"x":"vv"}') },
+      }),
+    ).toBeUndefined();
+    expect(() => renderSpliced({ a: 1 }, { connections: 2 }, 'ab'.repeat(8))).toThrow(/no top-level connections/);
     expect(parseSplice('2 x')).toBeInstanceOf(Error);
-    expect(String(parseSplice('1 v secrets 1 2'))).toMatch(/unknown section secrets/);
-    expect(String(parseSplice('1 v connections 5 2'))).toMatch(/bad range/);
+    expect(String(parseSplice('1 v secrets 1 2 3'))).toMatch(/unknown section secrets/);
+    expect(String(parseSplice('1 v connections 5 2 1'))).toMatch(/bad range/);
+    expect(String(parseSplice('1 v connections 1 2 -1'))).toMatch(/bad length/);
   });
 });

@@ -138,15 +138,19 @@ describe('the sidecar program', () => {
 describe("the sidecar assembles KubeDirector's document (document mode)", () => {
   const V1 = 'a'.repeat(32);
   const V2 = 'b'.repeat(32);
+  // The public half of the document whose private half is privFiles(tag, version).
   const pub = (tag: string, version: string) =>
     renderSpliced(
       {
         version: '7',
-        nodegroups: { '1': { redacted: tag } },
+        nodegroups: { '1': { redacted: true } },
         node: { id: 'é' },
         connections: { secrets: { tok: [{ data: { k: '' } }] } },
       },
-      ['nodegroups', 'connections'],
+      {
+        nodegroups: Buffer.byteLength(privFiles(tag, version)['nodegroups.json']),
+        connections: Buffer.byteLength(privFiles(tag, version)['connections.json']),
+      },
       version,
     );
   const privFiles = (tag: string, version: string) => ({
@@ -162,7 +166,7 @@ describe("the sidecar assembles KubeDirector's document (document mode)", () => 
   it('waits for the private half of the same version, never delivers a mix, and follows both halves', async () => {
     const { src, priv, out } = dirs();
     start();
-    const p1 = pub('r1', V1);
+    const p1 = pub('one', V1);
     publish(src, { 'configmeta.json': p1.text, generator: '1', splice: p1.splice });
     await new Promise((r) => setTimeout(r, 400));
     // No private half yet: nothing is delivered (the startupProbe keeps the app waiting).
@@ -177,19 +181,32 @@ describe("the sidecar assembles KubeDirector's document (document mode)", () => 
     expect(mode(join(out, 'configmeta.json'))).toBe(0o644);
 
     // The public half moves to version 2 first: the version 1 document stays until the private half follows.
-    const p2 = pub('r2', V2);
+    const p2 = pub('two', V2);
     publish(src, { 'configmeta.json': p2.text, generator: '2', splice: p2.splice });
     await new Promise((r) => setTimeout(r, 400));
     expect(read(join(out, 'configmeta.json'))).toBe(expected('one'));
     publish(priv, privFiles('two', V2));
     await until('second document', () => (read(join(out, 'configmeta.json')) === expected('two') ? true : undefined));
-    expect(read(join(out, '.configmeta-generator'))).toBe('2');
+    // The generator follows the document.
+    await until('second generator', () => (read(join(out, '.configmeta-generator')) === '2' ? true : undefined));
+  });
+
+  it('refuses a private section of another size than the annotation names (edited by hand)', async () => {
+    const { src, priv, out } = dirs();
+    start();
+    const p1 = pub('one', V1);
+    publish(priv, privFiles('one', V1));
+    publish(src, { 'configmeta.json': p1.text, generator: '1', splice: p1.splice });
+    await until('document', () => read(join(out, 'configmeta.json')));
+    publish(priv, { ...privFiles('one', V1), 'connections.json': '{"secrets":{"tok":[{"data":{"k":"Zm9yZ2Vk"}}]}}' });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(read(join(out, 'configmeta.json'))).toBe(expected('one'));
   });
 
   it('in private-file mode, keeps the public text as it is', async () => {
     const { src, priv, out } = dirs();
     start({ KD_SECRET_DELIVERY: 'private-file' });
-    const p1 = pub('r1', V1);
+    const p1 = pub('one', V1);
     publish(priv, privFiles('one', V1));
     publish(src, { 'configmeta.json': p1.text, generator: '1', splice: p1.splice });
     await until('document', () => read(join(out, 'configmeta.json')));
