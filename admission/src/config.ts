@@ -6,6 +6,8 @@ import { isIP } from 'node:net';
 import type { WebhookConfigurationRef } from '@kd-connections/certs';
 import {
   DEFAULT_GUESTCONFIG_IMAGE,
+  SECRET_DELIVERY_MODES,
+  type SecretDelivery,
   DNS1123_LABEL_RE,
   FlagError,
   packageVersion,
@@ -75,6 +77,8 @@ export interface AdmissionConfig {
   maxQueued: number;
   /** Longest a review may take from its first byte to its answer (capped below the API server's ?timeout=). */
   reviewDeadlineMs: number;
+  /** --secret-delivery. */
+  secretDelivery: SecretDelivery;
 }
 
 export const ADMISSION_FLAGS = {
@@ -290,6 +294,13 @@ export const ADMISSION_FLAGS = {
     default: '2500ms',
     help: 'longest a review takes from its first byte to its answer, waiting included; lowered to the API server\'s ?timeout= less 500ms. Past it a validating webhook denies ("could not check N connections in time"), a mutating one allows unchanged. Keep it below the webhooks\' timeoutSeconds',
   },
+  'secret-delivery': {
+    type: 'string',
+    env: 'KD_ADMISSION_SECRET_DELIVERY',
+    default: 'document',
+    metavar: 'mode',
+    help: "how connected Secret values reach member containers: 'document' (in configmeta.json, as KubeDirector renders them, assembled in the pod) or 'private-file' (only in the root-only .priv_configmeta.json, which the stock configcli never reads)",
+  },
 } satisfies Record<string, FlagSpec>;
 
 export const ADMISSION_PROGRAM: ProgramInfo = {
@@ -423,5 +434,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     maxInFlightBytes: f['max-in-flight-mib'] * 1024 * 1024,
     maxQueued: f['max-queued'],
     reviewDeadlineMs: f['review-deadline'],
+    secretDelivery: secretDeliveryMode(f['secret-delivery']),
   };
+}
+
+function secretDeliveryMode(value: string | undefined): SecretDelivery {
+  const v = value ?? 'document';
+  if (!(SECRET_DELIVERY_MODES as readonly string[]).includes(v))
+    throw new ConfigError(`--secret-delivery must be ${SECRET_DELIVERY_MODES.join(' or ')}, got ${JSON.stringify(v)}`);
+  return v as SecretDelivery;
 }

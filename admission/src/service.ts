@@ -161,7 +161,7 @@ export class AdmissionService implements CertificateSink {
           kubedirector: config.kubedirectorMode,
         },
         refusal: () => this.guard?.refusal,
-        delivery: { image: config.guestconfigImage },
+        delivery: { image: config.guestconfigImage, secretDelivery: config.secretDelivery },
       },
       namespaces: {
         only: config.namespaces,

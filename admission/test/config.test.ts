@@ -12,6 +12,7 @@ describe('configuration', () => {
       kubeconfig: undefined,
       systemNamespace: 'kd-system',
       secretConnections: true,
+      secretDelivery: 'document',
       kubedirectorMode: false,
       logLevel: 'info',
       shutdownDelayMs: 0,

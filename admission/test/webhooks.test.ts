@@ -274,7 +274,8 @@ describe('mutate-pod', () => {
       ['kd-guestconfig', 'registry.invalid/kd-guestconfig:7', 'Always'],
       ['kd-guestconfig-seed-0', 'bluedata/kd-notebook:1.3', undefined],
     ]);
-    const mount = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig' };
+    // Only the sidecar's subdirectory of the emptyDir (never its world-writable root).
+    const mount = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig', subPath: 'guestconfig' };
     expect(pod.spec.containers[0]!.volumeMounts).toEqual([mount]);
     // KubeDirector delivers to the container named app only; the pod's other container is unchanged.
     expect(pod.spec.containers[1]!.volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }]);

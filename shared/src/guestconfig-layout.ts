@@ -59,3 +59,38 @@ export const SIDECAR_PROGRAM = '/kd/bin/guestconfig-sync';
 export const DEFAULT_GUESTCONFIG_IMAGE = 'kd.invalid/kd-guestconfig:local';
 /** Names the sidecar owns in GUESTCONFIG_DIR: seeding never copies the image's files of these names. */
 export const SIDECAR_OWNED_FILES = [CONFIGMETA_FILE, GENERATOR_FILE, PRIVATE_CONFIGMETA_FILE, PLATFORM_FILE] as const;
+
+// In-pod assembly of the KubeDirector document (default mode) and the directory's ownership.
+
+/**
+ * The subdirectory of the `kd-guestconfig` emptyDir that the receiving containers mount at
+ * /etc/guestconfig (subPath). The emptyDir's own root is world-writable (the kubelet makes it 0777);
+ * this directory is created by the sidecar with its owner and 0755 before any other container starts, so
+ * nobody else in the pod can create, replace or symlink a name in it. Only the sidecar sees the root.
+ */
+export const GUESTCONFIG_SUBPATH = 'guestconfig';
+/**
+ * Public pod annotation: how the sidecar assembles KubeDirector's document from the annotation's
+ * document and the private Secret — `1 <version> (<section> <start> <end> <length>)*` (byte ranges of
+ * the public text that the private Secret's `<section>.json`, of `<length>` bytes, replaces). `<version>` is a keyed MAC (the reconciler's
+ * key), also in the private Secret's `version` key: the sidecar only joins halves of one version.
+ */
+export const ANNOTATION_CONFIGMETA_SPLICE = 'kd-connections.hpe.com/configmeta-splice';
+/** Item of the `kd-configmeta` volume holding the splice annotation. */
+export const SOURCE_SPLICE_ITEM = 'splice';
+/** Key of the private Secret holding the version its sections belong to. */
+export const PRIVATE_SECRET_KEY_VERSION = 'version';
+/** Top-level sections of the document the private Secret may replace, each as the key `<section>.json`. */
+export const SPLICE_SECTIONS = ['nodegroups', 'connections'] as const;
+export type SpliceSection = (typeof SPLICE_SECTIONS)[number];
+export const privateSectionKey = (s: SpliceSection): string => `${s}.json`;
+
+/**
+ * How connected Secret values reach the container:
+ * - `document` (default): /etc/guestconfig/configmeta.json is KubeDirector's document with the Secret
+ *   entries as KubeDirector renders them, readable by every user of the container as under KubeDirector;
+ * - `private-file`: configmeta.json keeps them redacted; they are only in the owner-only
+ *   .priv_configmeta.json, which the stock configcli never reads (third_party/README.md).
+ */
+export const SECRET_DELIVERY_MODES = ['document', 'private-file'] as const;
+export type SecretDelivery = (typeof SECRET_DELIVERY_MODES)[number];

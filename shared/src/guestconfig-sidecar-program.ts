@@ -11,6 +11,15 @@
  *    non-empty: swaps configmeta.json (0644) in, unless it is byte-identical, then writes the generator
  *    file. It reads both items from the timestamped directory `..data` points to, so the two always come
  *    from one kubelet update. An empty annotation keeps the last document: the file is never empty.
+ *  - in `document` mode (KD_SECRET_DELIVERY, the default) the public document is KubeDirector's: when the
+ *    splice item names a version, configmeta.json is the public text with the named byte ranges replaced
+ *    by the private Secret's sections — only when the Secret's `version` is the same (the first delivery
+ *    waits for it; a later mismatch keeps the last good document, never a mix);
+ *  - it delivers into GUESTCONFIG_SUBPATH of the emptyDir (the receiving containers mount only that,
+ *    by subPath), which it creates 0755 with its own owner before anything else of the pod starts; it
+ *    never writes through a symlink nor over a file it did not write (another owner) and logs each;
+ *  - the generator is also written to the emptyDir's root, where the reconnect hook reads it with
+ *    `kubectl exec` in this container.
  * Every write goes to a temporary file in the same directory and is renamed over the target, so a reader
  * sees the old or the new file, never a partial one. A readlink of each volume every round would start
  * processes all the time; instead each round compares the link with the directory last handled
@@ -19,6 +28,9 @@
  */
 import {
   CONFIGMETA_FILE,
+  GUESTCONFIG_SUBPATH,
+  PRIVATE_SECRET_KEY_VERSION,
+  SOURCE_SPLICE_ITEM,
   GENERATOR_FILE,
   GUESTCONFIG_DIR,
   PLATFORM_FILE,
@@ -41,11 +53,23 @@ export function sidecarProgram(): string {
 set -u
 src=\${KD_SOURCE_DIR:-${SIDECAR_SOURCE_DIR}}
 priv=\${KD_PRIVATE_DIR:-${SIDECAR_PRIVATE_DIR}}
-dir=\${KD_GUESTCONFIG_DIR:-${GUESTCONFIG_DIR}}
+root=\${KD_GUESTCONFIG_DIR:-${GUESTCONFIG_DIR}}
 tools=\${KD_TOOLS_DIR-${TOOLS_DIR}}
 poll=\${KD_POLL_SECONDS:-${SIDECAR_POLL_SECONDS}}
+mode=\${KD_SECRET_DELIVERY:-document}
+dir="$root/${GUESTCONFIG_SUBPATH}"
+me=$(id -u)
 umask 077
 trap 'exit 0' TERM INT
+log() { echo "kd-guestconfig: $*"; }
+
+# The directory the app sees: ours, 0755, created before any other container of the pod starts (the seed
+# may then give it the image's owner and mode). A symlink or a non-directory there is never used.
+if [ -L "$dir" ] || { [ -e "$dir" ] && [ ! -d "$dir" ]; }; then
+  log "refusing $dir: not a directory (a symlink or file someone planted); removing it"
+  rm -f "$dir" || exit 1
+fi
+if [ ! -d "$dir" ]; then mkdir -m 0755 "$dir" || { log "cannot create $dir" >&2; exit 1; }; fi
 
 # The seed init containers run the app's image, which may have no shell: they run this static busybox.
 if [ -n "$tools" ]; then
@@ -53,20 +77,59 @@ if [ -n "$tools" ]; then
     echo "kd-guestconfig: could not copy busybox to $tools" >&2
 fi
 
-# swap NAME MODE FILE: FILE becomes $dir/NAME through a temporary file in $dir and a rename.
+# ours NAME: $dir/NAME is absent, or a regular file (not a symlink) owned by this user.
+ours() {
+  t="$dir/$1"
+  if [ -L "$t" ]; then log "refusing to replace $t: a symlink someone planted"; return 1; fi
+  [ -e "$t" ] || return 0
+  if [ ! -f "$t" ] || [ "$(stat -c %u "$t")" != "$me" ]; then
+    log "refusing to replace $t: not a regular file written by kd-guestconfig (owner uid $(stat -c %u "$t"))"
+    return 1
+  fi
+}
+# swap NAME MODE FILE: FILE becomes $dir/NAME through a fresh temporary file in $dir and a rename.
 swap() {
-  tmp="$dir/.$1.kd-tmp"
-  rm -f "$tmp"
-  if cp "$3" "$tmp" 2>/dev/null && chmod "$2" "$tmp" && mv -f "$tmp" "$dir/$1"; then return 0; fi
+  ours "$1" || return 2
+  tmp=$(mktemp "$dir/.kd-tmp.XXXXXX") || return 1
+  if cat "$3" >"$tmp" && chmod "$2" "$tmp" && mv -f "$tmp" "$dir/$1"; then return 0; fi
   rm -f "$tmp"
   return 1
 }
-# same FILE NAME: FILE equals $dir/NAME byte for byte.
-same() { cmp -s "$1" "$dir/$2" 2>/dev/null; }
+# same FILE NAME: FILE equals $dir/NAME byte for byte (and $dir/NAME is not a symlink).
+same() { [ ! -L "$dir/$2" ] && cmp -s "$1" "$dir/$2" 2>/dev/null; }
+put() { same "$3" "$1" || swap "$1" "$2" "$3"; }
 # changed VOLUME LAST: the volume's ..data no longer points where it pointed when LAST was handled
 # (LAST "-": never handled; "": there was no ..data). Shell builtins only: no process per round.
 changed() {
   if [ -e "$1/..data" ]; then [ "$2" = - ] || [ -z "$2" ] || ! [ "$1/..data" -ef "$1/$2" ]; else [ -n "$2" ]; fi
+}
+# assemble DOC SPLICE PRIVDIR OUT: KubeDirector's document from the public text and the private sections
+# of the same version; status 3 when the halves are of different versions (or the private half is missing),
+# 4 when a private section is not of the size the annotation names.
+assemble() {
+  set -- "$1" "$2" "$3" "$4" $(cat "$2")
+  doc=$1 pd=$3 out=$4
+  shift 4
+  [ "\${1:-}" = 1 ] || { log "splice item unreadable: $*"; return 1; }
+  want=\${2:-}
+  shift 2
+  have=$(cat "$pd/${PRIVATE_SECRET_KEY_VERSION}" 2>/dev/null) || have=
+  [ -n "$want" ] && [ "$want" = "$have" ] || return 3
+  : >"$out" || return 1
+  pos=0
+  expect=$(wc -c <"$doc")
+  while [ $# -ge 4 ]; do
+    # A section of another size is not the one this version was written with: never joined.
+    [ -f "$pd/$1.json" ] && [ "$(wc -c <"$pd/$1.json")" -eq "$4" ] || return 4
+    tail -c +$((pos + 1)) "$doc" | head -c $(($2 - pos)) >>"$out" || return 1
+    cat "$pd/$1.json" >>"$out" || return 1
+    expect=$((expect - ($3 - $2) + $4))
+    pos=$3
+    shift 4
+  done
+  tail -c +$((pos + 1)) "$doc" >>"$out" || return 1
+  # A short write (a full volume) is never delivered.
+  [ "$(wc -c <"$out")" -eq "$expect" ] || { log "assembled document has the wrong size; not delivered"; return 1; }
 }
 # A pause without a process: busybox's read with a timeout on a private FIFO (in the tools emptyDir, the
 # only writable place besides the delivered directory); sleep where that is not possible.
@@ -75,36 +138,58 @@ if [ -n "$tools" ] && mkfifo "$tools/.tick" 2>/dev/null && exec 3<>"$tools/.tick
   rm -f "$tools/.tick"
   pause() { read -t "$poll" -u 3 _ || true; }
 fi
+work="$root/.kd-assembled"
 
 last=-
 lastp=-
+waiting=
 while :; do
+  pchanged=
   if changed "$priv" "$lastp"; then
+    pchanged=1
     p=$(readlink "$priv/..data" 2>/dev/null) || p=
     pc="$priv/$p/${PRIVATE_SECRET_KEY_CONFIGMETA}"
     pl="$priv/$p/${PRIVATE_SECRET_KEY_PLATFORM}"
     if [ -n "$p" ] && [ -s "$pc" ] && [ -s "$pl" ]; then
       # The platform file first: configcli merges the private file only when both are there.
-      if { same "$pl" ${PLATFORM_FILE} || swap ${PLATFORM_FILE} 0600 "$pl"; } &&
-        { same "$pc" ${PRIVATE_CONFIGMETA_FILE} || swap ${PRIVATE_CONFIGMETA_FILE} 0600 "$pc"; }; then
-        lastp=$p
-        echo "kd-guestconfig: private files delivered"
+      if put ${PLATFORM_FILE} 0600 "$pl" && put ${PRIVATE_CONFIGMETA_FILE} 0600 "$pc"; then
+        log "private files delivered"
       fi
-    elif rm -f "$dir/${PRIVATE_CONFIGMETA_FILE}" "$dir/${PLATFORM_FILE}"; then
-      lastp=$p
+    elif ours ${PRIVATE_CONFIGMETA_FILE} && ours ${PLATFORM_FILE}; then
+      rm -f "$dir/${PRIVATE_CONFIGMETA_FILE}" "$dir/${PLATFORM_FILE}"
     fi
+    lastp=$p
   fi
-  if changed "$src" "$last"; then
+  if changed "$src" "$last" || { [ -n "$waiting" ] && [ -n "$pchanged" ]; }; then
     d=$(readlink "$src/..data" 2>/dev/null) || d=
     doc="$src/$d/${CONFIGMETA_FILE}"
     gen="$src/$d/${SOURCE_GENERATOR_ITEM}"
+    spl="$src/$d/${SOURCE_SPLICE_ITEM}"
+    last=$d
+    waiting=
     if [ -z "$d" ] || [ ! -s "$doc" ]; then
-      last=$d
-    elif { same "$doc" ${CONFIGMETA_FILE} || swap ${CONFIGMETA_FILE} 0644 "$doc"; } &&
-      { [ ! -f "$gen" ] || same "$gen" ${GENERATOR_FILE} || swap ${GENERATOR_FILE} 0644 "$gen"; }; then
-      last=$d
-      # $d names the kubelet's update (..YYYY_MM_DD_hh_mm_ss.N, UTC): how long the swap took after it.
-      echo "kd-guestconfig: delivered generator $(cat "$dir/${GENERATOR_FILE}" 2>/dev/null) from $d"
+      :
+    else
+      rc=0
+      if [ "$mode" = document ] && [ -s "$spl" ]; then
+        p=$(readlink "$priv/..data" 2>/dev/null) || p=
+        assemble "$doc" "$spl" "$priv/$p" "$work" || rc=$?
+        doc=$work
+      fi
+      if [ $rc = 4 ]; then
+        waiting=1
+        log "the private Secret's sections are not the size the annotation names (cut short or edited by hand); keeping the last document"
+      elif [ $rc = 3 ]; then
+        waiting=1
+        log "waiting for the private Secret of version $(cut -d' ' -f2 "$spl") (it has $(cat "$priv/$p/${PRIVATE_SECRET_KEY_VERSION}" 2>/dev/null || echo none)); keeping the last document"
+      elif [ $rc != 0 ]; then
+        log "document of $d not delivered"
+      elif put ${CONFIGMETA_FILE} 0644 "$doc" && { [ ! -f "$gen" ] || put ${GENERATOR_FILE} 0644 "$gen"; }; then
+        [ ! -f "$gen" ] || cmp -s "$gen" "$root/${GENERATOR_FILE}" || { cp "$gen" "$root/.g.kd-tmp" && chmod 0644 "$root/.g.kd-tmp" && mv -f "$root/.g.kd-tmp" "$root/${GENERATOR_FILE}"; }
+        # $d names the kubelet's update (..YYYY_MM_DD_hh_mm_ss.N, UTC): how long the swap took after it.
+        log "delivered generator $(cat "$dir/${GENERATOR_FILE}" 2>/dev/null) from $d"
+      fi
+      rm -f "$work"
     fi
   fi
   pause

@@ -22,6 +22,7 @@ export * from './trim-object.js';
 export * from './members.js';
 export * from './render-configmeta.js';
 export * from './render-private-configmeta.js';
+export * from './configmeta-splice.js';
 export * from './plan-private-secret.js';
 export * from './resolve-connections.js';
 export * from './reverse-index.js';

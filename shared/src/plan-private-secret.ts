@@ -11,7 +11,10 @@ import { DIGEST_KEY_BYTES } from './connections-hash.js';
 import {
   PRIVATE_SECRET_KEY_CONFIGMETA,
   PRIVATE_SECRET_KEY_PLATFORM,
+  PRIVATE_SECRET_KEY_VERSION,
+  SPLICE_SECTIONS,
   privateConfigMetaSecretName,
+  privateSectionKey,
 } from './guestconfig-layout.js';
 import { pointer, testIdentity, type PatchOp } from './json-patch.js';
 import type { PrivateFiles } from './render-private-configmeta.js';
@@ -64,6 +67,20 @@ export function privateContentMac(key: Uint8Array, clusterUid: string, files: Pr
     .digest('hex');
 }
 
+/**
+ * The version the sidecar matches between the pod annotation and the private Secret: a keyed MAC of the
+ * files under its own label (not the content MAC), shortened. It is in a pod annotation, which more users
+ * read than Secrets: keyed, so it tells nothing about the values (a plain hash would let anyone confirm a
+ * guess, test/reliability/secret-digest-guess.test.ts).
+ */
+export function privateVersion(key: Uint8Array, clusterUid: string, files: PrivateFiles): string {
+  if (key.length < DIGEST_KEY_BYTES) throw new Error(`digest key must be at least ${DIGEST_KEY_BYTES} bytes`);
+  return createHmac('sha256', key)
+    .update(canonicalJson({ kind: 'private-configmeta-version', uid: clusterUid, files }))
+    .digest('hex')
+    .slice(0, 32);
+}
+
 /** Only what the plan reads: identity, labels, the MAC annotation and owners. */
 export function trimPrivateSecret(o: { metadata?: Record<string, unknown> }): CachedPrivateSecret {
   const m = (o.metadata ?? {}) as CachedPrivateSecret['metadata'] & Record<string, unknown>;
@@ -82,12 +99,21 @@ export function trimPrivateSecret(o: { metadata?: Record<string, unknown> }): Ca
   };
 }
 
-const dataOf = (files: PrivateFiles): Record<string, string> => ({
-  [PRIVATE_SECRET_KEY_CONFIGMETA]: Buffer.from(files.configmeta, 'utf8').toString('base64'),
-  [PRIVATE_SECRET_KEY_PLATFORM]: Buffer.from(files.platform, 'utf8').toString('base64'),
-});
+const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+const dataOf = (files: PrivateFiles, version: string): Record<string, string> => {
+  const data: Record<string, string> = {
+    [PRIVATE_SECRET_KEY_CONFIGMETA]: b64(files.configmeta),
+    [PRIVATE_SECRET_KEY_PLATFORM]: b64(files.platform),
+    [PRIVATE_SECRET_KEY_VERSION]: b64(version),
+  };
+  for (const s of SPLICE_SECTIONS) {
+    const text = files.sections[s];
+    if (text !== undefined) data[privateSectionKey(s)] = b64(text);
+  }
+  return data;
+};
 
-export function privateSecretBody(cluster: KDCluster, files: PrivateFiles, mac: string): SecretBody {
+export function privateSecretBody(cluster: KDCluster, files: PrivateFiles, mac: string, version: string): SecretBody {
   const { name = '', namespace = '', uid = '' } = cluster.metadata;
   return {
     apiVersion: 'v1',
@@ -111,7 +137,7 @@ export function privateSecretBody(cluster: KDCluster, files: PrivateFiles, mac: 
       ],
     },
     type: 'Opaque',
-    data: dataOf(files),
+    data: dataOf(files, version),
   };
 }
 
@@ -139,7 +165,8 @@ export function planPrivateSecret(
     return remove('it belongs to an earlier cluster of the same name');
   if (!files) return existing ? remove('the cluster has no Secret connection') : undefined;
   const mac = privateContentMac(key, uid, files);
-  if (!existing) return { kind: 'create', name, body: privateSecretBody(cluster, files, mac) };
+  const version = privateVersion(key, uid, files);
+  if (!existing) return { kind: 'create', name, body: privateSecretBody(cluster, files, mac, version) };
   const annotations = existing.metadata.annotations;
   if (annotations?.[ANNOTATION_PRIVATE_CONTENT_MAC] === mac) return undefined;
   const guard = testIdentity(existing.metadata);
@@ -149,7 +176,7 @@ export function planPrivateSecret(
     name,
     ops: [
       ...guard,
-      { op: 'add', path: '/data', value: dataOf(files) },
+      { op: 'add', path: '/data', value: dataOf(files, version) },
       annotations
         ? { op: 'add', path: pointer('metadata', 'annotations', ANNOTATION_PRIVATE_CONTENT_MAC), value: mac }
         : { op: 'add', path: '/metadata/annotations', value: { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac } },

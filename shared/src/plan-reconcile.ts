@@ -20,9 +20,15 @@ import { sectionPatch, setAnnotationsPatch, type PatchOp } from './json-patch.js
 import type { EventInput } from './k8s/event-recorder.js';
 import { appSearchDescription, type ResolvedApp } from './lookup.js';
 import { nodeIdStateOf, type Member } from './members.js';
-import { planPrivateSecret, type CachedPrivateSecret, type PrivateSecretWrite } from './plan-private-secret.js';
-import { renderConfigMetaForMembers, renderConnections } from './render-configmeta.js';
-import { renderPrivateFiles } from './render-private-configmeta.js';
+import {
+  planPrivateSecret,
+  privateVersion,
+  type CachedPrivateSecret,
+  type PrivateSecretWrite,
+} from './plan-private-secret.js';
+import { renderConnections, renderSplicedConfigMetaForMembers } from './render-configmeta.js';
+import { renderPrivateFiles, type PrivateFiles } from './render-private-configmeta.js';
+import { ANNOTATION_CONFIGMETA_SPLICE, SPLICE_SECTIONS, type SpliceSection } from './guestconfig-layout.js';
 import type { ResolvedConnections } from './resolve-connections.js';
 import type { CachedPod } from './trim-object.js';
 import {
@@ -98,15 +104,18 @@ export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan 
   }
   const decided = decideBump(cluster, resolved.hash);
   const bump = decided && { ...decided, ...regenerationEvents(cluster, resolved, decided.from, decided.to) };
-  const plan = planDelivery(o, own, bump?.to ?? generator);
-  const privateSecret = opts.privateKey && planPrivate(o, own, opts.privateKey);
+  const files = opts.privateKey && privateFilesOf(o, own);
+  const version =
+    files && opts.privateKey ? privateVersion(opts.privateKey, o.cluster.metadata.uid ?? '', files) : undefined;
+  const plan = planDelivery(o, own, bump?.to ?? generator, files ? { files, version: version! } : undefined);
+  const privateSecret =
+    opts.privateKey && planPrivateSecret(o.cluster, files || undefined, o.privateSecret, opts.privateKey);
   return { ...plan, ...(bump ? { bump } : {}), ...(privateSecret ? { privateSecret } : {}) };
 }
 
-function planPrivate(o: Observation, own: ResolvedApp, key: Uint8Array): PrivateSecretWrite | undefined {
+function privateFilesOf(o: Observation, own: ResolvedApp): PrivateFiles | undefined {
   const self = { cluster: o.cluster, app: own.app, members: o.members };
-  const files = renderPrivateFiles(o.resolved.connected, o.cluster.spec?.connections, self);
-  return planPrivateSecret(o.cluster, files, o.privateSecret, key);
+  return renderPrivateFiles(o.resolved.connected, o.cluster.spec?.connections, self);
 }
 
 /** Every member gets the configmeta of `generator`; pods that hold it already are skipped. */
@@ -114,21 +123,34 @@ function planDelivery(
   o: Observation,
   own: ResolvedApp,
   generator: number,
+  priv: { files: PrivateFiles; version: string } | undefined,
 ): Omit<ReconcilePlan, 'bump' | 'appProblem' | 'privateSecret'> {
   const connections = renderConnections(o.resolved.connected, {}, o.cluster.spec?.connections);
-  const docs = renderConfigMetaForMembers(o.cluster, own.app, o.members, connections);
+  // With a private half, each document names the byte ranges the sidecar replaces with its sections.
+  const sections: Partial<Record<SpliceSection, number>> = {};
+  for (const k of SPLICE_SECTIONS) {
+    const text = priv?.files.sections[k];
+    if (text !== undefined) sections[k] = Buffer.byteLength(text);
+  }
+  const docs = renderSplicedConfigMetaForMembers(o.cluster, own.app, o.members, connections, {
+    sections,
+    version: priv?.version,
+  });
   const byName = new Map(o.pods.map((p) => [p.metadata.name ?? '', p]));
   const synced: string[] = [];
   const podWrites: PodWrite[] = [];
   const missingVolume: string[] = [];
   let tooLargeBytes: number | undefined;
   for (const m of o.members) {
-    const text = docs.get(m.pod)!;
+    const { text, splice } = docs.get(m.pod)!;
     if (byName.get(m.pod)?.spec?.missingConfigMetaVolume) missingVolume.push(m.pod);
+    // The splice is part of what the pod must hold (a new private version changes only the splice), so the
+    // hash covers it; it holds no value (a keyed MAC and offsets).
     const values = {
       [ANNOTATION_CONFIGMETA]: text,
       [ANNOTATION_CONFIGMETA_GENERATOR]: String(generator),
-      [ANNOTATION_CONFIGMETA_HASH]: sha256Hex(text),
+      [ANNOTATION_CONFIGMETA_SPLICE]: splice,
+      [ANNOTATION_CONFIGMETA_HASH]: sha256Hex(splice ? `${text}\n${splice}` : text),
     };
     const pod = byName.get(m.pod);
     const ann = pod?.metadata.annotations ?? {};

@@ -25,7 +25,11 @@ import {
   DEFAULT_GUESTCONFIG_IMAGE,
   GUESTCONFIG_DIR,
   GUESTCONFIG_SIDECAR,
+  GUESTCONFIG_SUBPATH,
   GUESTCONFIG_TOOLS_VOLUME,
+  ANNOTATION_CONFIGMETA_SPLICE,
+  SOURCE_SPLICE_ITEM,
+  type SecretDelivery,
   GUESTCONFIG_VOLUME,
   PRIVATE_CONFIGMETA_VOLUME,
   SEED_CONTAINER_PREFIX,
@@ -58,6 +62,7 @@ interface Mount {
 interface Container {
   name?: string;
   image?: string;
+  securityContext?: { [k: string]: unknown };
   imagePullPolicy?: string;
   volumeMounts?: Mount[];
   [k: string]: unknown;
@@ -65,6 +70,7 @@ interface Container {
 export interface PodForMutation {
   metadata?: ObjectMeta;
   spec?: {
+    securityContext?: { [k: string]: unknown };
     volumes?: { name?: string; [k: string]: unknown }[];
     containers?: Container[];
     initContainers?: Container[];
@@ -75,6 +81,38 @@ export interface PodForMutation {
 export interface PodDeliveryOptions {
   /** The sidecar image (the admission service's --guestconfig-image). */
   image: string;
+  /** How connected Secret values reach the container (--secret-delivery); `document` when unset. */
+  secretDelivery?: SecretDelivery;
+}
+
+/**
+ * The user the injected containers run as. Root (0) unless the pod asks for non-root (runAsNonRoot, or a
+ * non-zero runAsUser, on the pod or on every receiving container — what a namespace enforcing the
+ * `restricted` Pod Security Standard requires): then the pod's (or the app container's) runAsUser, and
+ * its fsGroup (or runAsGroup) as group, so the delivered files belong to the user configcli runs as.
+ */
+export interface DeliveryUser {
+  uid: number;
+  gid: number;
+  nonRoot: boolean;
+}
+
+/** A uid for the injected containers of a non-root pod that names none (the app then reads 0644 files). */
+export const FALLBACK_NON_ROOT_UID = 65532;
+
+type SecCtx = { runAsNonRoot?: unknown; runAsUser?: unknown; runAsGroup?: unknown; fsGroup?: unknown };
+const num = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined);
+
+export function deliveryUser(pod: PodForMutation, receivers: readonly Container[]): DeliveryUser {
+  const podCtx = ((pod.spec ?? {}).securityContext ?? {}) as SecCtx;
+  const ctx = (c: Container) => ({ ...podCtx, ...((c.securityContext ?? {}) as SecCtx) });
+  const asksNonRoot = (x: SecCtx) => x.runAsNonRoot === true || (num(x.runAsUser) ?? 0) > 0;
+  const nonRoot = asksNonRoot(podCtx) || (receivers.length > 0 && receivers.every((c) => asksNonRoot(ctx(c))));
+  if (!nonRoot) return { uid: 0, gid: 0, nonRoot: false };
+  const first = receivers[0] ? ctx(receivers[0]) : podCtx;
+  const uid = num(first.runAsUser) || FALLBACK_NON_ROOT_UID;
+  const gid = num(podCtx.fsGroup) ?? num(first.runAsGroup) ?? uid;
+  return { uid, gid, nonRoot: true };
 }
 
 export interface PodDeliveryDecision {
@@ -95,6 +133,7 @@ export function configMetaVolume() {
       items: [
         item(CONFIGMETA_FILE, ANNOTATION_CONFIGMETA),
         item(SOURCE_GENERATOR_ITEM, ANNOTATION_CONFIGMETA_GENERATOR),
+        item(SOURCE_SPLICE_ITEM, ANNOTATION_CONFIGMETA_SPLICE),
       ],
     },
   };
@@ -116,16 +155,20 @@ export function hasConfigMetaDelivery(spec: { [k: string]: unknown } | undefined
  * names. Entry by entry, because copying `dir/.` would also give the emptyDir the image directory's
  * owner and mode (a 0700 directory of another user would lock the sidecar out).
  */
-export function seedScript(): string {
+export function seedScript(nonRoot = false): string {
   const owned = SIDECAR_OWNED_FILES.join('|');
   return [
     `[ -d ${GUESTCONFIG_DIR} ] || exit 0`,
     `cd ${GUESTCONFIG_DIR} || exit 1`,
     `for f in * .[!.]* ..?*; do`,
     `  [ -e "$f" ] || [ -L "$f" ] || continue`,
-    `  case "$f" in ${owned}) continue ;; esac`,
-    `  [ -e "${SEED_DIR}/$f" ] || [ -L "${SEED_DIR}/$f" ] || cp -a "$f" ${SEED_DIR}/ || exit 1`,
+    `  case "$f" in ${owned}|.kd-tmp.*) continue ;; esac`,
+    // A non-root seed cannot keep other owners: the copies are the pod user's, with their modes.
+    `  [ -e "${SEED_DIR}/$f" ] || [ -L "${SEED_DIR}/$f" ] || cp ${nonRoot ? '-pR' : '-a'} "$f" ${SEED_DIR}/ || exit 1`,
     `done`,
+    // The directory gets the image's own mode (and, as root, its owner): 0755 root is what the sidecar made.
+    ...(nonRoot ? [] : [`chown "$(stat -c %u:%g .)" ${SEED_DIR} || exit 1`]),
+    `chmod "$(stat -c %a .)" ${SEED_DIR} || exit 1`,
   ].join('\n');
 }
 
@@ -155,8 +198,21 @@ export function deliveryResources(containers: readonly unknown[]): Resources {
     : { requests: { cpu: '5m', memory: '16Mi' }, limits: { memory: '32Mi' } };
 }
 
-/** Root with only the capabilities named, no privilege escalation, nothing writable outside its volumes. */
-function rootWith(add: string[]) {
+/**
+ * Root with only the capabilities named, or the pod's non-root user with none (and the RuntimeDefault
+ * seccomp profile `restricted` requires); no privilege escalation, nothing writable outside its volumes.
+ */
+function runAs(user: DeliveryUser, add: string[]) {
+  if (user.nonRoot)
+    return {
+      runAsUser: user.uid,
+      runAsGroup: user.gid,
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    };
   return {
     runAsUser: 0,
     runAsGroup: 0,
@@ -167,27 +223,35 @@ function rootWith(add: string[]) {
   };
 }
 
-export function sidecarContainer(image: string, resources: Resources = deliveryResources([])) {
+const ROOT: DeliveryUser = { uid: 0, gid: 0, nonRoot: false };
+
+export function sidecarContainer(
+  image: string,
+  resources: Resources = deliveryResources([]),
+  user: DeliveryUser = ROOT,
+  secretDelivery: SecretDelivery = 'document',
+) {
   return {
     name: GUESTCONFIG_SIDECAR,
     image,
     imagePullPolicy: 'IfNotPresent',
     command: [SIDECAR_PROGRAM],
+    env: [{ name: 'KD_SECRET_DELIVERY', value: secretDelivery }],
     restartPolicy: 'Always',
     // Gates everything after it: Kubernetes starts the next init container and the app only once a
     // restartPolicy:Always init container's startupProbe has succeeded. A failure restarts the sidecar
     // (which then waits again); an hour of one-second probes before that.
     startupProbe: {
-      exec: { command: ['/bin/test', '-s', `${GUESTCONFIG_DIR}/${CONFIGMETA_FILE}`] },
+      exec: { command: ['/bin/test', '-s', `${GUESTCONFIG_DIR}/${GUESTCONFIG_SUBPATH}/${CONFIGMETA_FILE}`] },
       periodSeconds: 1,
       timeoutSeconds: 1,
       failureThreshold: 3600,
     },
     resources,
-    // Root, because the private files must be root-only (configcli merges them only for root) and owned
-    // by root; no capability at all (every file it writes is its own, in directories root owns), no
-    // privilege escalation, nothing writable outside its volumes.
-    securityContext: rootWith([]),
+    // Root, because the files must be root's (configcli merges the private ones only for root); only
+    // DAC_OVERRIDE, to keep writing when the seed gave the directory the image's non-root owner. In a
+    // non-root pod, the pod's user: the files are then that user's.
+    securityContext: runAs(user, ['DAC_OVERRIDE']),
     volumeMounts: [
       { name: CONFIGMETA_VOLUME, mountPath: SIDECAR_SOURCE_DIR, readOnly: true },
       { name: PRIVATE_CONFIGMETA_VOLUME, mountPath: SIDECAR_PRIVATE_DIR, readOnly: true },
@@ -202,29 +266,35 @@ export function seedContainer(
   image: string,
   imagePullPolicy: string | undefined,
   resources: Resources = deliveryResources([]),
+  user: DeliveryUser = ROOT,
 ) {
   return {
     name: `${SEED_CONTAINER_PREFIX}${index}`,
     image,
     ...(imagePullPolicy ? { imagePullPolicy } : {}),
-    command: [`${TOOLS_DIR}/busybox`, 'sh', '-c', seedScript()],
+    command: [`${TOOLS_DIR}/busybox`, 'sh', '-c', seedScript(user.nonRoot)],
     resources,
     // Root with only what copying with owners and modes needs (read any file, set owner and mode), so an
     // image whose /etc/guestconfig belongs to another user is copied as it is.
-    securityContext: rootWith(['CHOWN', 'DAC_OVERRIDE', 'FOWNER']),
+    securityContext: runAs(user, ['CHOWN', 'DAC_OVERRIDE', 'FOWNER']),
     volumeMounts: [
-      { name: GUESTCONFIG_VOLUME, mountPath: SEED_DIR },
+      { name: GUESTCONFIG_VOLUME, mountPath: SEED_DIR, subPath: GUESTCONFIG_SUBPATH },
       { name: GUESTCONFIG_TOOLS_VOLUME, mountPath: TOOLS_DIR, readOnly: true },
     ],
   };
 }
 
-export function deliveryVolumes(cluster: string) {
+export function deliveryVolumes(cluster: string, user: DeliveryUser = ROOT) {
   return [
     configMetaVolume(),
     {
       name: PRIVATE_CONFIGMETA_VOLUME,
-      secret: { secretName: privateConfigMetaSecretName(cluster), optional: true, defaultMode: 0o400 },
+      // Mounted only in the sidecar; readable by its user (0444 for a non-root one the kubelet does not own).
+      secret: {
+        secretName: privateConfigMetaSecretName(cluster),
+        optional: true,
+        defaultMode: user.nonRoot ? 0o444 : 0o400,
+      },
     },
     // In memory: the private files never touch the node's disk. Small: the document is bounded by the
     // annotation size limit, and what the image and the app keep there is configuration.
@@ -281,7 +351,11 @@ export function decidePodDelivery(
   }
 
   const patch: PatchOp[] = [];
-  const volumes = deliveryVolumes(cluster);
+  const user = deliveryUser(
+    pod,
+    receivers.map(({ c }) => c),
+  );
+  const volumes = deliveryVolumes(cluster, user);
   if (Array.isArray(spec.volumes))
     for (const v of volumes) patch.push({ op: 'add', path: '/spec/volumes/-', value: v });
   else patch.push({ op: 'add', path: '/spec/volumes', value: volumes });
@@ -290,14 +364,15 @@ export function decidePodDelivery(
   const seeds: ReturnType<typeof seedContainer>[] = [];
   for (const { c } of receivers) {
     if (typeof c.image !== 'string' || seeds.some((s) => s.image === c.image)) continue;
-    seeds.push(seedContainer(seeds.length, c.image, c.imagePullPolicy, resources));
+    seeds.push(seedContainer(seeds.length, c.image, c.imagePullPolicy, resources, user));
   }
-  const ours = [sidecarContainer(opts.image, resources), ...seeds];
+  const ours = [sidecarContainer(opts.image, resources, user, opts.secretDelivery ?? 'document'), ...seeds];
   // In front of the pod's own init containers, in order: the file exists before anything of the pod runs.
   if (inits) ours.forEach((c, k) => patch.push({ op: 'add', path: pointer('spec', 'initContainers', k), value: c }));
   else patch.push({ op: 'add', path: '/spec/initContainers', value: ours });
 
-  const mount = { name: GUESTCONFIG_VOLUME, mountPath: GUESTCONFIG_DIR };
+  // Only the sidecar's subdirectory, never the emptyDir's world-writable root.
+  const mount = { name: GUESTCONFIG_VOLUME, mountPath: GUESTCONFIG_DIR, subPath: GUESTCONFIG_SUBPATH };
   for (const { c, i } of receivers) {
     if (Array.isArray(c.volumeMounts))
       patch.push({ op: 'add', path: pointer('spec', 'containers', i, 'volumeMounts', '-'), value: mount });
@@ -315,6 +390,6 @@ export function decidePodDelivery(
   const names = receivers.map(({ c, i }) => nameOf(c, i)).join(', ');
   return {
     patch,
-    reason: `sidecar ${GUESTCONFIG_SIDECAR} delivers ${GUESTCONFIG_DIR} to ${names} (seeded from ${seeds.length} image(s))${keptNote}`,
+    reason: `sidecar ${GUESTCONFIG_SIDECAR} delivers ${GUESTCONFIG_DIR} to ${names} (seeded from ${seeds.length} image(s)${user.nonRoot ? `; as uid ${user.uid} gid ${user.gid}` : ''})${keptNote}`,
   };
 }

@@ -12,6 +12,8 @@
  * - kubectl's last-applied-configuration annotation is never copied (for a Secret it holds the values).
  */
 import type { Member } from './members.js';
+import { renderSpliced, type SplicedText } from './configmeta-splice.js';
+import type { SpliceSection } from './guestconfig-layout.js';
 import { isDroppedAnnotation } from './trim-object.js';
 import {
   LABEL_CM_TYPE,
@@ -455,11 +457,30 @@ export function renderConfigMetaForMembers(
   members: Member[],
   connections: ConfigMetaConnections,
 ): Map<string, string> {
-  const section = renderClusterSection(cluster, app, members);
   const out = new Map<string, string>();
+  for (const [pod, d] of renderSplicedConfigMetaForMembers(cluster, app, members, connections)) out.set(pod, d.text);
+  return out;
+}
+
+/**
+ * As renderConfigMetaForMembers, with the splice (configmeta-splice.ts) naming the sections the private
+ * Secret of `splice.version` replaces inside the pod.
+ */
+export function renderSplicedConfigMetaForMembers(
+  cluster: KDCluster,
+  app: KDApp,
+  members: Member[],
+  connections: ConfigMetaConnections,
+  splice: { sections: Partial<Record<SpliceSection, number>>; version: string | undefined } = {
+    sections: {},
+    version: undefined,
+  },
+): Map<string, SplicedText> {
+  const section = renderClusterSection(cluster, app, members);
+  const out = new Map<string, SplicedText>();
   for (const m of members) {
     const doc: ConfigMeta = { ...section, node: renderNode(cluster, app, m), connections };
-    out.set(m.pod, JSON.stringify(doc));
+    out.set(m.pod, renderSpliced(doc as unknown as Record<string, unknown>, splice.sections, splice.version));
   }
   return out;
 }

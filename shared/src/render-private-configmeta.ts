@@ -14,6 +14,7 @@
  * `.platform.json` must be a valid JSON object or configcli silently skips the private file. KubeDirector
  * has no platform file, and any key in it would become a top-level key of root's document, so it is `{}`.
  */
+import { SPLICE_SECTIONS, type SpliceSection } from './guestconfig-layout.js';
 import { isDroppedAnnotation } from './trim-object.js';
 import type { Member } from './members.js';
 import {
@@ -45,6 +46,11 @@ export interface OwnCluster {
 export interface PrivateFiles {
   configmeta: string;
   platform: string;
+  /**
+   * Each top-level section of the private document as its own JSON text, for the sidecar to splice into
+   * the public document (configmeta-splice.ts) in `document` mode.
+   */
+  sections: Partial<Record<SpliceSection, string>>;
 }
 
 /** What configcli needs beside the private file to merge it (and nothing it would show). */
@@ -92,5 +98,8 @@ export function renderPrivateFiles(
   own?: OwnCluster,
 ): PrivateFiles | undefined {
   const doc = renderPrivateConfigMeta(connected, order, own);
-  return doc && { configmeta: JSON.stringify(doc), platform: PLATFORM_DOCUMENT };
+  if (!doc) return undefined;
+  const sections: PrivateFiles['sections'] = {};
+  for (const k of SPLICE_SECTIONS) if (doc[k] !== undefined) sections[k] = JSON.stringify(doc[k]);
+  return { configmeta: JSON.stringify(doc), platform: PLATFORM_DOCUMENT, sections };
 }

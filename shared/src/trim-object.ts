@@ -7,6 +7,7 @@
  * and a keyed MAC of its data (no managedFields, no last-applied copy); member pods keep what rendering
  * and delivery read, which keeps 10,000 cached pods small.
  */
+import { ANNOTATION_CONFIGMETA_SPLICE } from './guestconfig-layout.js';
 import { annotationsSize } from './annotation-size.js';
 import { secretDataMac } from './connections-hash.js';
 import { hasConfigMetaDelivery } from './pod-delivery.js';
@@ -107,7 +108,12 @@ export function trimSecret(o: { metadata?: Record<string, unknown> }, opts: Trim
   };
 }
 
-const OUR_POD_ANNOTATIONS = [ANNOTATION_CONFIGMETA, ANNOTATION_CONFIGMETA_GENERATOR, ANNOTATION_CONFIGMETA_HASH];
+const OUR_POD_ANNOTATIONS = [
+  ANNOTATION_CONFIGMETA,
+  ANNOTATION_CONFIGMETA_GENERATOR,
+  ANNOTATION_CONFIGMETA_HASH,
+  ANNOTATION_CONFIGMETA_SPLICE,
+];
 
 /** A pod as cached: identity, labels, DNS fields, readiness, and our generator/hash annotations. */
 export interface CachedPod extends PodLike {

@@ -21,10 +21,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sidecarProgram } from '../src/guestconfig-sidecar-program.js';
 import { seedScript } from '../src/pod-delivery.js';
+import { renderSpliced } from '../src/configmeta-splice.js';
 
 let root: string;
 let proc: ChildProcess | undefined;
-const dirs = () => ({ src: join(root, 'source'), priv: join(root, 'private'), out: join(root, 'guestconfig') });
+// `gc` is the emptyDir the sidecar mounts; `out` the subdirectory it creates and the app mounts (subPath).
+const dirs = () => ({
+  src: join(root, 'source'),
+  priv: join(root, 'private'),
+  gc: join(root, 'gc'),
+  out: join(root, 'gc', 'guestconfig'),
+});
 
 /** What the kubelet's atomic writer does: a new timestamped directory, then `..data` renamed onto it. */
 let serial = 0;
@@ -50,8 +57,8 @@ const mode = (f: string) => statSync(f).mode & 0o777;
 
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), 'kd-sidecar-'));
-  const { src, priv, out } = dirs();
-  for (const d of [src, priv, out]) mkdirSync(d);
+  const { src, priv, gc } = dirs();
+  for (const d of [src, priv, gc]) mkdirSync(d);
   writeFileSync(join(root, 'program'), sidecarProgram(), { mode: 0o755 });
 });
 afterEach(async () => {
@@ -64,16 +71,17 @@ afterEach(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function start(): void {
-  const { src, priv, out } = dirs();
+function start(extra: Record<string, string> = {}): void {
+  const { src, priv, gc } = dirs();
   proc = spawn('/bin/sh', [join(root, 'program')], {
     env: {
       PATH: process.env.PATH,
       KD_SOURCE_DIR: src,
       KD_PRIVATE_DIR: priv,
-      KD_GUESTCONFIG_DIR: out,
+      KD_GUESTCONFIG_DIR: gc,
       KD_TOOLS_DIR: '',
       KD_POLL_SECONDS: '0.05',
+      ...extra,
     },
     stdio: 'ignore',
   });
@@ -127,6 +135,110 @@ describe('the sidecar program', () => {
   });
 });
 
+describe("the sidecar assembles KubeDirector's document (document mode)", () => {
+  const V1 = 'a'.repeat(32);
+  const V2 = 'b'.repeat(32);
+  // The public half of the document whose private half is privFiles(tag, version).
+  const pub = (tag: string, version: string) =>
+    renderSpliced(
+      {
+        version: '7',
+        nodegroups: { '1': { redacted: true } },
+        node: { id: 'é' },
+        connections: { secrets: { tok: [{ data: { k: '' } }] } },
+      },
+      {
+        nodegroups: Buffer.byteLength(privFiles(tag, version)['nodegroups.json']),
+        connections: Buffer.byteLength(privFiles(tag, version)['connections.json']),
+      },
+      version,
+    );
+  const privFiles = (tag: string, version: string) => ({
+    'priv_configmeta.json': '{}',
+    'platform.json': '{}',
+    version,
+    'nodegroups.json': `{"1":{"secret":"${tag}"}}`,
+    'connections.json': `{"secrets":{"tok":[{"data":{"k":"${Buffer.from(tag).toString('base64')}"}}]}}`,
+  });
+  const expected = (tag: string) =>
+    `{"version":"7","nodegroups":{"1":{"secret":"${tag}"}},"node":{"id":"é"},"connections":{"secrets":{"tok":[{"data":{"k":"${Buffer.from(tag).toString('base64')}"}}]}}}`;
+
+  it('waits for the private half of the same version, never delivers a mix, and follows both halves', async () => {
+    const { src, priv, out } = dirs();
+    start();
+    const p1 = pub('one', V1);
+    publish(src, { 'configmeta.json': p1.text, generator: '1', splice: p1.splice });
+    await new Promise((r) => setTimeout(r, 400));
+    // No private half yet: nothing is delivered (the startupProbe keeps the app waiting).
+    expect(existsSync(join(out, 'configmeta.json'))).toBe(false);
+    publish(priv, privFiles('one', V2));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(existsSync(join(out, 'configmeta.json'))).toBe(false);
+    publish(priv, privFiles('one', V1));
+    await until('assembled document', () => read(join(out, 'configmeta.json')));
+    expect(read(join(out, 'configmeta.json'))).toBe(expected('one'));
+    expect(JSON.parse(read(join(out, 'configmeta.json'))!)).toBeTruthy();
+    expect(mode(join(out, 'configmeta.json'))).toBe(0o644);
+
+    // The public half moves to version 2 first: the version 1 document stays until the private half follows.
+    const p2 = pub('two', V2);
+    publish(src, { 'configmeta.json': p2.text, generator: '2', splice: p2.splice });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(read(join(out, 'configmeta.json'))).toBe(expected('one'));
+    publish(priv, privFiles('two', V2));
+    await until('second document', () => (read(join(out, 'configmeta.json')) === expected('two') ? true : undefined));
+    // The generator follows the document.
+    await until('second generator', () => (read(join(out, '.configmeta-generator')) === '2' ? true : undefined));
+  });
+
+  it('refuses a private section of another size than the annotation names (edited by hand)', async () => {
+    const { src, priv, out } = dirs();
+    start();
+    const p1 = pub('one', V1);
+    publish(priv, privFiles('one', V1));
+    publish(src, { 'configmeta.json': p1.text, generator: '1', splice: p1.splice });
+    await until('document', () => read(join(out, 'configmeta.json')));
+    publish(priv, { ...privFiles('one', V1), 'connections.json': '{"secrets":{"tok":[{"data":{"k":"Zm9yZ2Vk"}}]}}' });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(read(join(out, 'configmeta.json'))).toBe(expected('one'));
+  });
+
+  it('in private-file mode, keeps the public text as it is', async () => {
+    const { src, priv, out } = dirs();
+    start({ KD_SECRET_DELIVERY: 'private-file' });
+    const p1 = pub('one', V1);
+    publish(priv, privFiles('one', V1));
+    publish(src, { 'configmeta.json': p1.text, generator: '1', splice: p1.splice });
+    await until('document', () => read(join(out, 'configmeta.json')));
+    expect(read(join(out, 'configmeta.json'))).toBe(p1.text);
+    await until('private file', () => read(join(out, '.priv_configmeta.json')));
+  });
+});
+
+describe('the delivered directory', () => {
+  it('is created 0755 by the sidecar; a planted symlink or file of another name is never followed or replaced', async () => {
+    const { src, gc, out } = dirs();
+    const target = join(root, 'victim');
+    writeFileSync(target, 'untouched');
+    // Planted before the sidecar starts: a symlink where the directory goes.
+    symlinkSync(root, out);
+    publish(src, { 'configmeta.json': '{"v":1}', generator: '1' });
+    start();
+    await until('document', () => read(join(out, 'configmeta.json')));
+    expect(statSync(out).isDirectory()).toBe(true);
+    expect(mode(out)).toBe(0o755);
+    expect(existsSync(join(root, 'configmeta.json'))).toBe(false);
+    // A symlink planted at a name the sidecar writes is left alone and not written through.
+    rmSync(join(out, '.configmeta-generator'));
+    symlinkSync(target, join(out, '.configmeta-generator'));
+    publish(src, { 'configmeta.json': '{"v":2}', generator: '2' });
+    await until('second document', () => (read(join(out, 'configmeta.json')) === '{"v":2}' ? true : undefined));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(read(target)).toBe('untouched');
+    expect(readdirSync(gc)).toContain('guestconfig');
+  });
+});
+
 describe('the seed script', () => {
   function seed(image: string, into: string): number {
     // The script's paths are fixed; run it with them rewritten into the test's directories.
@@ -137,6 +249,7 @@ describe('the seed script', () => {
   it("copies the image's entries the emptyDir lacks, never the sidecar's names, and tolerates a missing directory", () => {
     const image = join(root, 'image-etc');
     const into = dirs().out;
+    mkdirSync(into);
     mkdirSync(join(image, 'sub'), { recursive: true });
     writeFileSync(join(image, 'configcli.conf'), '[configcli]\n');
     writeFileSync(join(image, 'base_img_version'), '7.1\n');

@@ -4,6 +4,7 @@ import jsonpatch from 'fast-json-patch';
 import {
   configMetaVolume,
   decidePodDelivery,
+  deliveryUser,
   hasConfigMetaDelivery,
   seedScript,
   type PodForMutation,
@@ -11,7 +12,7 @@ import {
 import { ANNOTATION_CONFIGMETA_VOLUME, LABEL_KDCLUSTER, LABEL_ROLE } from '../src/types.js';
 
 const IMAGE = 'registry.invalid/kd-guestconfig:9';
-const MOUNT = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig' };
+const MOUNT = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig', subPath: 'guestconfig' };
 const member = (spec: PodForMutation['spec'], annotations?: Record<string, string>): PodForMutation => ({
   metadata: {
     name: 'p',
@@ -46,6 +47,10 @@ describe('decidePodDelivery', () => {
             path: 'generator',
             fieldRef: { fieldPath: "metadata.annotations['kubedirector.hpe.com/configmeta-generator']" },
           },
+          {
+            path: 'splice',
+            fieldRef: { fieldPath: "metadata.annotations['kd-connections.hpe.com/configmeta-splice']" },
+          },
         ],
       },
     });
@@ -67,18 +72,20 @@ describe('decidePodDelivery', () => {
       image: IMAGE,
       restartPolicy: 'Always',
       command: ['/kd/bin/guestconfig-sync'],
-      startupProbe: { exec: { command: ['/bin/test', '-s', '/etc/guestconfig/configmeta.json'] } },
+      startupProbe: { exec: { command: ['/bin/test', '-s', '/etc/guestconfig/guestconfig/configmeta.json'] } },
+      env: [{ name: 'KD_SECRET_DELIVERY', value: 'document' }],
       securityContext: {
         runAsUser: 0,
         allowPrivilegeEscalation: false,
         readOnlyRootFilesystem: true,
-        capabilities: { drop: ['ALL'] },
+        capabilities: { drop: ['ALL'], add: ['DAC_OVERRIDE'] },
       },
     });
+    // The sidecar alone mounts the emptyDir's root (it creates the subdirectory the app mounts).
     expect(sidecar!.volumeMounts).toEqual([
       { name: 'kd-configmeta', mountPath: '/kd/source', readOnly: true },
       { name: 'kd-configmeta-private', mountPath: '/kd/private', readOnly: true },
-      MOUNT,
+      { name: 'kd-guestconfig', mountPath: '/etc/guestconfig' },
       { name: 'kd-guestconfig-tools', mountPath: '/kd-tools' },
     ]);
     expect(seed).toMatchObject({
@@ -86,7 +93,7 @@ describe('decidePodDelivery', () => {
       imagePullPolicy: 'Never',
       command: ['/kd-tools/busybox', 'sh', '-c', seedScript()],
       volumeMounts: [
-        { name: 'kd-guestconfig', mountPath: '/kd-seed' },
+        { name: 'kd-guestconfig', mountPath: '/kd-seed', subPath: 'guestconfig' },
         { name: 'kd-guestconfig-tools', mountPath: '/kd-tools', readOnly: true },
       ],
     });
@@ -254,5 +261,42 @@ describe('decidePodDelivery', () => {
     expect(hasConfigMetaDelivery({ volumes: [configMetaVolume()] })).toBe(true);
     expect(hasConfigMetaDelivery({ volumes: [{ name: 'other' }] })).toBe(false);
     expect(hasConfigMetaDelivery(undefined)).toBe(false);
+  });
+});
+
+describe('deliveryUser: root unless the pod asks for non-root', () => {
+  const c = (sc?: Record<string, unknown>) => ({ name: 'app', image: 'i', ...(sc ? { securityContext: sc } : {}) });
+  it('is root for a pod that says nothing', () => {
+    expect(deliveryUser({ spec: { containers: [c()] } }, [c()])).toEqual({ uid: 0, gid: 0, nonRoot: false });
+  });
+  it("takes the pod's runAsUser and fsGroup when the pod is non-root", () => {
+    const pod = {
+      spec: { securityContext: { runAsNonRoot: true, runAsUser: 1000, fsGroup: 2000 }, containers: [c()] },
+    };
+    expect(deliveryUser(pod, [c()])).toEqual({ uid: 1000, gid: 2000, nonRoot: true });
+  });
+  it('follows the receiving containers when they all ask for non-root, and falls back to a fixed uid', () => {
+    const app = c({ runAsNonRoot: true });
+    expect(deliveryUser({ spec: { containers: [app] } }, [app])).toEqual({ uid: 65532, gid: 65532, nonRoot: true });
+    const mixed = [c({ runAsUser: 7 }), c()];
+    expect(deliveryUser({ spec: { containers: mixed } }, mixed).nonRoot).toBe(false);
+  });
+  it('makes every injected container non-root with the RuntimeDefault seccomp profile', () => {
+    const pod = member({
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, fsGroup: 2000 },
+      containers: [{ name: 'app', image: 'kd/app:1' }],
+    });
+    const { spec } = mutate(pod);
+    for (const ic of spec.initContainers) {
+      expect(ic.securityContext).toEqual({
+        runAsUser: 1000,
+        runAsGroup: 2000,
+        runAsNonRoot: true,
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+    }
   });
 });

@@ -495,7 +495,9 @@ describe('JSON Patch builders, applied with fast-json-patch', () => {
             const before = p.containers[i]!;
             const mine = (c.volumeMounts ?? []).filter((m) => m.name === 'kd-guestconfig');
             const receives = targets.includes(before) && !hasDirMount(before);
-            expect(mine).toEqual(receives ? [{ name: 'kd-guestconfig', mountPath: CONFIGMETA_DIR }] : []);
+            expect(mine).toEqual(
+              receives ? [{ name: 'kd-guestconfig', mountPath: CONFIGMETA_DIR, subPath: 'guestconfig' }] : [],
+            );
             // Existing mounts are kept, in order, in front.
             expect((c.volumeMounts ?? []).slice(0, before.volumeMounts?.length ?? 0)).toEqual(
               before.volumeMounts ?? [],

@@ -110,7 +110,7 @@ describe('the private document merged as configcli merges it (root)', () => {
 
 describe('planning the private Secret', () => {
   const cluster = { metadata: { name: 'nb', namespace: 'ml', uid: 'uid-nb' }, spec: { app: 'x' } };
-  const files = { configmeta: '{"connections":{}}', platform: '{}' };
+  const files = { configmeta: '{"connections":{}}', platform: '{}', sections: { connections: '{}' } };
   const mac = privateContentMac(TEST_DIGEST_KEY, 'uid-nb', files);
   const cached = (over: Record<string, unknown> = {}) => trimPrivateSecret(apiObject(over));
   const apiObject = (over: Record<string, unknown>): { metadata: Record<string, unknown> } =>

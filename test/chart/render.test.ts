@@ -491,6 +491,16 @@ describe('helm lint and helm template', () => {
     );
   });
 
+  it('webhook.podWebhook.secretDelivery reaches the admission service (default document)', async () => {
+    const fullname = `${REL}-kd-connections`;
+    const def = await render('bootstrap');
+    expect(containerArgs(one(def.docs, 'Deployment', `${fullname}-admission`))).toContain('--secret-delivery=document');
+    const strict = await render('bootstrap', sets({ 'webhook.podWebhook.secretDelivery': 'private-file' }));
+    expect(containerArgs(one(strict.docs, 'Deployment', `${fullname}-admission`))).toContain(
+      '--secret-delivery=private-file',
+    );
+  });
+
   it('secretConnections reaches both services; NetworkPolicy and ServiceMonitor render when enabled', async () => {
     const off = await render('bootstrap', sets({ 'secretConnections.enabled': false }));
     const fullname = `${REL}-kd-connections`;

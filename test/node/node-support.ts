@@ -132,14 +132,14 @@ export interface DeliveryServices {
 export function useDeliveryServices(
   env: TestEnv,
   ready: (node: NodeInfo) => Promise<void> = async () => {},
-  o: { reconcilerArgs?: string[] } = {},
+  o: { reconcilerArgs?: string[]; admissionArgs?: string[] } = {},
 ): DeliveryServices {
   let admission: RunningAdmission | undefined;
   let webhooks: Registration | undefined;
   let rec: ReconcilerProcess | undefined;
   beforeAll(async () => {
     await installCrds(env);
-    admission = await startAdmission(env);
+    admission = await startAdmission(env, o.admissionArgs ?? []);
     webhooks = await registerWebhooks(env, admission);
     await waitUntilLive(env);
     rec = await startReconciler(env, { args: o.reconcilerArgs ?? [] });

@@ -1,5 +1,6 @@
 /**
- * Secret values reach only root in a running container, end to end: a kdcluster connects a labelled
+ * Strict mode (`--secret-delivery=private-file`): Secret values reach only root in a running container,
+ * end to end: a kdcluster connects a labelled
  * Secret, the reconciler writes the cluster's private Secret, the pod webhook's kd-guestconfig sidecar
  * installs it as /etc/guestconfig/.priv_configmeta.json and .platform.json (root only) in the member's
  * `app` container, and configcli's root view (public document, then both files merged over it) gives the
@@ -39,18 +40,24 @@ const PRIV = `${GUESTCONFIG_DIR}/${PRIVATE_CONFIGMETA_FILE}`;
 const PLATFORM = `${GUESTCONFIG_DIR}/${PLATFORM_FILE}`;
 const PUBLIC = `${GUESTCONFIG_DIR}/${CONFIGMETA_FILE}`;
 
-useDeliveryServices(env, async () => {
-  await apply(env, [
-    kdApp('nb', { category: 'notebook', connectable_to: [{ category: 'training' }] }),
-    kdApp('trainer', { category: 'training' }),
-    configMap('model', { path: '/models/v1' }),
-    secret('db-creds', { token: VALUE_1 }, 'creds'),
-    kdCluster('t', 'trainer'),
-    kdCluster('nb', 'nb', { clusters: ['t'], configmaps: ['model'], secrets: ['db-creds'] }),
-    nodeMemberPod(POD, 'nb'),
-  ]);
-  await waitPodReady(env, POD);
-});
+useDeliveryServices(
+  env,
+  async () => {
+    await apply(env, [
+      kdApp('nb', { category: 'notebook', connectable_to: [{ category: 'training' }] }),
+      kdApp('trainer', { category: 'training' }),
+      configMap('model', { path: '/models/v1' }),
+      secret('db-creds', { token: VALUE_1 }, 'creds'),
+      kdCluster('t', 'trainer'),
+      kdCluster('nb', 'nb', { clusters: ['t'], configmaps: ['model'], secrets: ['db-creds'] }),
+      nodeMemberPod(POD, 'nb'),
+    ]);
+    await waitPodReady(env, POD);
+    // The strict mode: in the default mode configmeta.json in the container carries the values
+    // (secret-values.test.ts); this file holds the root-only contract of --secret-delivery=private-file.
+  },
+  { admissionArgs: ['--secret-delivery=private-file'] },
+);
 
 /** A file of the app container, read as root (the container's user). */
 const asRoot = (file: string) => kubectlOk(env, ['exec', POD, '-c', 'app', '--', 'cat', file]);
