@@ -228,6 +228,8 @@ describe('the delivered directory', () => {
     expect(statSync(out).isDirectory()).toBe(true);
     expect(mode(out)).toBe(0o755);
     expect(existsSync(join(root, 'configmeta.json'))).toBe(false);
+    // The generator is written just after the document: wait for it (a loaded machine can be between the two).
+    await until('generator', () => (existsSync(join(out, '.configmeta-generator')) ? true : undefined));
     // A symlink planted at a name the sidecar writes is left alone and not written through.
     rmSync(join(out, '.configmeta-generator'));
     symlinkSync(target, join(out, '.configmeta-generator'));
