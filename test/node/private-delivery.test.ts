@@ -95,7 +95,14 @@ describe('a Secret connection delivered to root in a running member container', 
       },
       60_000,
     );
-    expect(Object.keys(s.data).sort()).toEqual(['platform.json', 'priv_configmeta.json']);
+    // The reconciler writes one Secret for both modes (the mode is the pod webhook's): the private file's
+    // keys, and the sections plus version the sidecar splices in `document` mode (unused in this mode).
+    expect(Object.keys(s.data).sort()).toEqual([
+      'connections.json',
+      'platform.json',
+      'priv_configmeta.json',
+      'version',
+    ]);
   });
 
   it('root reads the value (base64, as KubeDirector renders it) in .priv_configmeta.json; .platform.json is {}', async () => {
