@@ -430,6 +430,13 @@ spec:
               fieldPath: "metadata.annotations['kubedirector.hpe.com/configmeta-generator']",
             },
           },
+          {
+            path: 'splice',
+            fieldRef: {
+              apiVersion: 'v1',
+              fieldPath: "metadata.annotations['kd-connections.hpe.com/configmeta-splice']",
+            },
+          },
         ],
       },
     });
@@ -440,7 +447,7 @@ spec:
       ['kd-guestconfig', 'Always'],
       ['kd-guestconfig-seed-0', undefined],
     ]);
-    const mount = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig' };
+    const mount = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig', subPath: 'guestconfig' };
     expect(member.spec.containers[0].volumeMounts).toContainEqual(mount);
     // Only the container named app receives the file, as with KubeDirector.
     expect(member.spec.containers[1].volumeMounts).toEqual([{ name: 'scratch', mountPath: '/scratch' }]);
