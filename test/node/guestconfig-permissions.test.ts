@@ -4,11 +4,14 @@
  * the files the product writes are root's, 0644 public and 0600 private; root's configcli keeps reading the
  * delivered document whatever an unprivileged process tries.
  */
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { APP_USER, CONFIGCLI_IMAGE, configcliImage, configcliValue, execIn } from '../images/configcli-image.js';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, kdApp, kdCluster, secret } from '../support/kd-objects.js';
 import { importImages, nodeMemberPod, useDeliveryServices, waitPodReady } from './node-support.js';
+
+// Waits below are bounded at up to 120 s each (a loaded 2-core machine): the test's own limit is above them.
+jest.setTimeout(300_000);
 
 const env = useTestEnv();
 const POD = 'perm-controller-0';

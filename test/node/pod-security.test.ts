@@ -4,12 +4,15 @@
  * by a pod it must refuse). Under `restricted` the injected containers run as the pod's runAsUser with
  * its fsGroup, so the delivered files are that user's — what configcli, running as that user, needs.
  */
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { APP_USER, CONFIGCLI_IMAGE, configcliImage, configcliValue, execIn } from '../images/configcli-image.js';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, kdApp, kdCluster, kubectlOk, secret } from '../support/kd-objects.js';
 import { importImages, nodeMemberPod, useDeliveryServices, waitPodReady } from './node-support.js';
+
+// Waits below are bounded at up to 120 s each (a loaded 2-core machine): the test's own limit is above them.
+jest.setTimeout(300_000);
 
 const env = useTestEnv();
 const VALUE = 'pw-pss-3c9a';

@@ -7,7 +7,7 @@
  * not UTF-8, a connected Secret deleted, the private Secret made too large — never a partial or mixed
  * document, and an event says what went wrong.
  */
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { writeFileSync } from 'node:fs';
 import {
   ANNOTATION_CONFIGMETA,
@@ -19,6 +19,9 @@ import { useTestEnv } from '../support/cluster.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, secret } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
 import { importImages, nodeMemberPod, useDeliveryServices, waitPodReady } from './node-support.js';
+
+// Waits below are bounded at up to 120 s each (a loaded 2-core machine): the test's own limit is above them.
+jest.setTimeout(300_000);
 
 const env = useTestEnv();
 const POD = 'sv-controller-0';

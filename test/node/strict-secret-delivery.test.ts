@@ -5,12 +5,15 @@
  * os; the NameError is swallowed), so neither root nor a non-root user gets the value from configcli —
  * what the docs say of this mode — and a non-root user cannot read the private file at all.
  */
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { CONFIGCLI_IMAGE, catIn, configcliGet, configcliImage, execIn } from '../images/configcli-image.js';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, kdApp, kdCluster, secret } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
 import { importImages, nodeMemberPod, useDeliveryServices, waitPodReady } from './node-support.js';
+
+// Waits below are bounded at up to 120 s each (a loaded 2-core machine): the test's own limit is above them.
+jest.setTimeout(300_000);
 
 const env = useTestEnv();
 const POD = 'strict-controller-0';
