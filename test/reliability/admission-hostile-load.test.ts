@@ -114,7 +114,7 @@ describe('1. memory: reviews built to make the service hold as much as it can', 
     const before = procStatus(svc.pid);
     const sampler = sample(svc.pid, () => readyz(svc));
     const flood = pool(100, 100, (i) =>
-      post(svc.port, '/validate-kdapp', hugeRangeAppReview(env.namespace, i, BODY_LIMIT - 4096), ca()),
+      post(svc.port, '/validate-kdapp', hugeRangeAppReview(env.namespace, i, BODY_LIMIT - 4096), ca(), false, true),
     );
     const legit = legitimateTraffic(svc, flood);
     const attacks = await flood;
@@ -152,8 +152,11 @@ describe('1. memory: reviews built to make the service hold as much as it can', 
     };
     console.log(`FIGURES item 1 (memory): ${JSON.stringify(figures)}`);
 
-    // Every attack got an answer: a refusal naming what is too long, or "busy" when the queue was full.
-    for (const a of attacks) expect(outcome(a)).toMatch(/^(denied: .*at most 128|busy)/s);
+    // Every attack got an answer: a refusal naming what is too long, or "busy" when the queue was full —
+    // or, on a loaded machine, its connection dropped by the server's request timeout while the 7 MB body
+    // was still arriving (never for most of them: at most a fifth).
+    for (const a of attacks) expect(outcome(a)).toMatch(/^(denied: .*at most 128|busy|reset)/s);
+    expect(attacks.filter((a) => outcome(a) === 'reset').length).toBeLessThanOrEqual(20);
     expect(
       answered.filter((a) => a.response?.allowed !== true).map((a) => `${a.status} ${a.text.slice(0, 200)}`),
     ).toEqual([]);
@@ -273,6 +276,7 @@ function outcome(a: Timed): string {
     return a.response.allowed ? 'allowed' : `denied: ${a.response.status?.message ?? ''}`;
   }
   if (a.status === 429 && /busy/.test(a.text)) return 'busy';
+  if (a.status === 0 && a.text.startsWith('reset: ')) return 'reset';
   return `${a.status} ${a.text.slice(0, 200)}`;
 }
 

@@ -113,6 +113,9 @@ export async function post(
   body: Buffer | Buffer[],
   ca: string,
   agent: https.Agent | false = false,
+  /** For attack traffic: a connection the server drops before answering (EPIPE, ECONNRESET — e.g. its
+   * request timeout ending a body that is still arriving on a loaded machine) counts as status 0 "reset". */
+  resetIsAnswer = false,
 ): Promise<Timed> {
   const parts = Array.isArray(body) ? body : [body];
   const length = parts.reduce((n, p) => n + p.length, 0);
@@ -137,7 +140,11 @@ export async function post(
     });
     // A server that answers before reading everything (busy, 413) ends the write with EPIPE: the answer counts.
     req.on('error', (e) => {
-      if (!answered) fail(e);
+      if (answered) return;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (resetIsAnswer && (code === 'EPIPE' || code === 'ECONNRESET'))
+        ok({ status: 0, body: Buffer.from(`reset: ${code}`) });
+      else fail(e);
     });
     const write = async () => {
       for (const p of parts) {
