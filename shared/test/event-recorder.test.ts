@@ -35,6 +35,12 @@ describe('EventRecorder.admit', () => {
     expect(r.admit(event('a', 'note 4'), 1100)).toBe(true);
   });
 
+  it("keeps a Warning's budget apart from Normal events: a run of deliveries cannot crowd out why one is stuck", () => {
+    const r = recorder({ windowMs: 1000, burstPerObject: 2 });
+    expect([1, 2, 3].map((i) => r.admit(event('a', `delivered ${i}`), 10))).toEqual([true, true, false]);
+    expect(r.admit({ ...event('a', 'private Secret failed'), type: 'Warning' }, 20)).toBe(true);
+  });
+
   it('forgets objects and notes once their window has passed', () => {
     const r = recorder({ windowMs: 1000 });
     for (let i = 0; i < 500; i++) r.admit(event(`cm-${i}`), i);

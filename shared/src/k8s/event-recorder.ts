@@ -1,7 +1,7 @@
 /**
  * Events through events.k8s.io/v1, deduplicated: the same note about the same object is posted once
  * per window (later repeats are only counted in memory), and each object gets at most a burst of
- * distinct notes per window, so a fan-out to hundreds of clusters cannot flood one ConfigMap's events.
+ * distinct notes per window and type (Normal events cannot crowd out a Warning), so a fan-out to hundreds of clusters cannot flood one ConfigMap's events.
  * Posting is fire-and-forget: an event that cannot be written is logged, never retried in a loop.
  */
 import { randomBytes } from 'node:crypto';
@@ -96,11 +96,14 @@ export class EventRecorder {
       this.suppressed++;
       return false;
     }
-    let budget = this.perObject.get(obj);
+    // One budget per object and type: routine Normal events (a delivery per edit) never use up the
+    // budget of the Warning that says why delivery is stuck.
+    const budgetKey = `${obj}|${e.type}`;
+    let budget = this.perObject.get(budgetKey);
     if (!budget || now - budget.since > this.window) {
       // Re-inserted so that insertion order stays time order.
-      this.perObject.delete(obj);
-      this.perObject.set(obj, (budget = { count: 0, since: now }));
+      this.perObject.delete(budgetKey);
+      this.perObject.set(budgetKey, (budget = { count: 0, since: now }));
     }
     if (budget.count >= this.burst) {
       this.suppressed++;
