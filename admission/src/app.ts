@@ -111,6 +111,21 @@ function text(res: ServerResponse, status: number, body: string): void {
   res.end(bytes);
 }
 
+/**
+ * Sends the whole answer at once but ends the response only after the unread body was read and
+ * dropped (bounded, see discardRest), as Go's lingering close does. A connection that closes after this
+ * answer (the client sent `Connection: close`) with unread data would send a TCP reset, and a client
+ * still writing its body would get EPIPE instead of reading the answer; a kept-alive one is not
+ * reused before its body is gone anyway.
+ */
+function answerThenDrain(req: IncomingMessage, res: ServerResponse, status: number, body: string): void {
+  if (req.complete) return text(res, status, body);
+  const bytes = Buffer.from(body + '\n', 'utf8');
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': bytes.length });
+  res.write(bytes);
+  void discardRest(req).then(() => res.end());
+}
+
 /** A JSON answer (what Express's res.json() wrote: same content type, no ETag). */
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const bytes = Buffer.from(JSON.stringify(value), 'utf8');
@@ -154,10 +169,8 @@ async function serveReview(
     opts.metrics.busy(webhook.name, got.reason);
     opts.metrics.observe(webhook.name, 'unknown', 'rejected', seconds());
     opts.log.warn('review refused', { webhook: webhook.name, status: 429, reason: `busy-${got.reason}` });
-    // Answered at once, the connection kept: node reads and drops the unread body after the answer
-    // (closing on unread data would reset the connection before the client reads the 429).
     res.setHeader('Retry-After', '1');
-    return text(res, 429, got.message);
+    return answerThenDrain(req, res, 429, got.message);
   }
   try {
     await decideReview(webhook, req, res, opts, limit, draining, {

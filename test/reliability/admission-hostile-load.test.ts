@@ -112,6 +112,9 @@ describe('1. memory: reviews built to make the service hold as much as it can', 
     // the line that matters, the OOM kill: before the fix the same flood took 1,404 MiB.
     const bound = CHART_LIMIT_MIB;
     const before = procStatus(svc.pid);
+    const answeredByService = async () =>
+      metricSum(await svc.metrics(), 'kd_admission_requests_total', { webhook: 'validate-kdapp' });
+    const countedBefore = await answeredByService();
     const sampler = sample(svc.pid, () => readyz(svc));
     const flood = pool(100, 100, (i) =>
       post(svc.port, '/validate-kdapp', hugeRangeAppReview(env.namespace, i, BODY_LIMIT - 4096), ca(), false, true),
@@ -121,6 +124,7 @@ describe('1. memory: reviews built to make the service hold as much as it can', 
     const answered = await legit;
     await sampler.stop();
     const after = procStatus(svc.pid);
+    const countedAfter = await answeredByService();
     const figures = {
       chartLimitMiB: CHART_LIMIT_MIB,
       rssBeforeMiB: mib(before.rssKiB),
@@ -147,16 +151,18 @@ describe('1. memory: reviews built to make the service hold as much as it can', 
         ),
       ),
       legitimateMaxMs: Math.round(Math.max(...answered.map((a) => a.ms))),
+      answeredByService: countedAfter - countedBefore,
       readyChecks: sampler.readyChecks(),
       notReady: sampler.notReady(),
     };
     console.log(`FIGURES item 1 (memory): ${JSON.stringify(figures)}`);
 
-    // Every attack got an answer: a refusal naming what is too long, or "busy" when the queue was full —
-    // or, on a loaded machine, its connection dropped by the server's request timeout while the 7 MB body
-    // was still arriving (never for most of them: at most a fifth).
+    // The service answered every request it was sent, attacks and legitimate ones: a refusal naming what
+    // is too long, or "busy" once its bytes in flight were taken. The attacker's side may still see a
+    // reset where the server stopped draining an unread 7 MB body after its bound (discardRest) and
+    // closed: how many depends on the machine's load, so the count is shown, not judged.
+    expect(figures.answeredByService).toBe(attacks.length + answered.length);
     for (const a of attacks) expect(outcome(a)).toMatch(/^(denied: .*at most 128|busy|reset)/s);
-    expect(attacks.filter((a) => outcome(a) === 'reset').length).toBeLessThanOrEqual(20);
     expect(
       answered.filter((a) => a.response?.allowed !== true).map((a) => `${a.status} ${a.text.slice(0, 200)}`),
     ).toEqual([]);
