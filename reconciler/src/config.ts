@@ -109,6 +109,14 @@ export const RECONCILER_FLAGS = {
     max: 3_600_000,
     help: 'a reconnect hook still running after this long is abandoned and counts as failed',
   },
+  'reconnect-concurrency': {
+    type: 'int',
+    env: 'KD_RECONNECT_CONCURRENCY',
+    default: 4,
+    min: 1,
+    max: 64,
+    help: 'reconnect hooks (and the generator-file reads before them) in flight at once, across all clusters; they never hold a delivery worker',
+  },
   'cluster-domain': {
     type: 'string',
     env: 'KD_CLUSTER_DOMAIN',
@@ -169,6 +177,7 @@ export interface ReconcilerConfig {
   secretConnections: boolean;
   reconnectHook: boolean;
   reconnectTimeoutMs: number;
+  reconnectConcurrency: number;
   clusterDomain: string;
   metricsHost: string;
   metricsPort: number;
@@ -241,6 +250,7 @@ export function loadConfig(
     secretConnections: f['secret-connections'],
     reconnectHook: f['reconnect-hook'],
     reconnectTimeoutMs: f['reconnect-timeout'],
+    reconnectConcurrency: f['reconnect-concurrency'],
     clusterDomain: f['cluster-domain'],
     metricsHost: host,
     metricsPort: port,

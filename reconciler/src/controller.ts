@@ -7,10 +7,12 @@
  * `test` preconditions keep that harmless).
  */
 import {
+  ACCEPT_META,
   API_VERSION,
   CONDITION_READY,
   EventRecorder,
   errorMessage,
+  errorStatus,
   isConflict,
   KDCLUSTER_PLURAL,
   LABEL_KDCLUSTER,
@@ -19,9 +21,11 @@ import {
   objectKey,
   ReverseIndex,
   splitKey,
+  trimPrivateSecret,
   type KDCluster,
   type KubeClient,
   type Logger,
+  type EventInput,
   type PatchOp,
   type SecretBody,
 } from '@kd-connections/shared';
@@ -31,7 +35,7 @@ import type { ReconcilerMetrics, WriteKind } from './metrics.js';
 import { Expectations, rvAtLeast } from './expectations.js';
 import type { Leadership } from './leader-election.js';
 import { reconcileCluster, RetryableError, writeKey, type ReconcileOutcome, type Writes } from './reconcile.js';
-import { reconnectPass, type PodExec } from './reconnect-hook.js';
+import { LimitedPodExec, reconnectPass, type PodExec } from './reconnect-hook.js';
 import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
 
 /** One term of leadership as the write path sees it. */
@@ -48,6 +52,15 @@ export class Controller {
   readonly index = new ReverseIndex();
   readonly events: EventRecorder;
   readonly expectations = new Expectations();
+  /**
+   * With --reconnect-hook: the reconnect passes, a queue of their own beside the delivery queue, so a
+   * hook that hangs until its timeout holds a hook slot, never a delivery worker; execs bounded by
+   * --reconnect-concurrency across all clusters.
+   */
+  readonly hooks: WorkQueue | undefined;
+  private readonly hookExec: LimitedPodExec | undefined;
+  /** Fired when leadership ends or the service stops: hooks in flight are cut at once (see stopLeading). */
+  private hookStop: AbortController | undefined;
   private term: Term | undefined;
   /** Per key, when the first watch event since its last reconcile arrived (delivery latency). */
   private readonly changedAt = new Map<string, number>();
@@ -96,6 +109,20 @@ export class Controller {
         }
       },
     });
+    if (cfg.reconnectHook && exec) {
+      this.hookExec = new LimitedPodExec(exec, cfg.reconnectConcurrency);
+      this.hooks = new WorkQueue((key, signal) => this.reconnect(key, signal), {
+        concurrency: cfg.reconnectConcurrency,
+        maxDelayMs: MAX_REQUEUE_DELAY_MS,
+        onResult: (key, result, _ms, error, retryInMs) => {
+          if (result === 'aborted') log.info('reconnect pass cut short', { cluster: key, error: errorMessage(error) });
+          else if (result === 'error') {
+            const level = error instanceof RetryableError ? 'info' : 'warn';
+            log[level]('reconnect pass will be retried', { cluster: key, error: errorMessage(error), retryInMs });
+          }
+        },
+      });
+    }
     this.wire();
     metrics.watch({
       queueDepth: () => this.queue.depth,
@@ -213,14 +240,21 @@ export class Controller {
     this.metrics.setLeader(true);
     for (const c of this.caches.clusters.list()) this.queue.add(objectKey(c.metadata.namespace, c.metadata.name));
     this.queue.start(signal);
+    this.hookStop = new AbortController();
+    this.hooks?.start(AbortSignal.any([signal, this.hookStop.signal]));
   }
 
-  /** Stops taking work; resolves when the reconciles in flight have ended. */
+  /**
+   * Stops taking work; resolves when the reconciles in flight have ended. Hooks in flight are cut at
+   * once rather than waited for (they may run for --reconnect-timeout, past any grace period): the
+   * process in the container goes on, unrecorded, and the next leader runs that member's hook again.
+   */
   async stopLeading(): Promise<void> {
     this.term = undefined;
     this.changedAt.clear();
     this.metrics.setLeader(false);
-    await this.queue.stop();
+    this.hookStop?.abort();
+    await Promise.all([this.queue.stop(), this.hooks?.stop()]);
   }
 
   private writes(term: Term): Writes {
@@ -321,29 +355,24 @@ export class Controller {
       throw e;
     }
     if (pass.outcome.deferredMs) restore();
-    else if (since !== undefined && pass.outcome.podsWritten > 0)
-      this.metrics.deliveryLatency.observe((Date.now() - since) / 1000);
+    else {
+      if (since !== undefined && pass.outcome.podsWritten > 0)
+        this.metrics.deliveryLatency.observe((Date.now() - since) / 1000);
+      this.hooks?.add(key);
+    }
     if (pass.requeueAfterMs !== undefined) return { requeueAfterMs: pass.requeueAfterMs };
   }
 
-  /** One reconcile of the cluster, then (with --reconnect-hook) its reconnect pass. */
+  /** One reconcile of the cluster. */
   private async pass(
     key: string,
     term: Term,
     signal: AbortSignal,
   ): Promise<{ outcome: ReconcileOutcome; requeueAfterMs?: number }> {
-    const writes = this.writes(term);
-    // The newest copy of the cluster this pass holds: a write's answer, else the (fresh) cache.
-    let latest: KDCluster | undefined;
-    const world = this.caches.world();
     const outcome = await reconcileCluster(key, {
       getCluster: (ns, name) => this.caches.clusters.get(ns, name),
-      world,
-      writes: {
-        ...writes,
-        patchCluster: async (ns, name, ops) => (latest = await writes.patchCluster(ns, name, ops)),
-        patchClusterStatus: async (ns, name, ops) => (latest = await writes.patchClusterStatus(ns, name, ops)),
-      },
+      world: this.caches.world(),
+      writes: this.writes(term),
       // Events are posted fire-and-forget by the shared recorder; a former leader posts none.
       events: {
         record: (e) => {
@@ -356,6 +385,14 @@ export class Controller {
             privateSecrets: {
               get: (ns: string, name: string) => this.caches.privateSecrets?.get(ns, name),
               key: () => this.caches.key,
+              fetch: async (ns: string, name: string) => {
+                const meta = await liveRead<{ metadata?: Record<string, unknown> }>(
+                  term,
+                  `/api/v1/namespaces/${ns}/secrets/${name}`,
+                  ACCEPT_META,
+                );
+                return meta && trimPrivateSecret(meta);
+              },
             },
           }
         : {}),
@@ -370,27 +407,51 @@ export class Controller {
     });
     // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
     if (outcome.deferredMs) return { outcome, requeueAfterMs: outcome.deferredMs };
-    const cluster = latest ?? clusterFromCache(this.caches, key);
-    if (!this.cfg.reconnectHook || !this.exec || !cluster || cluster.metadata.deletionTimestamp) return { outcome };
+    return { outcome };
+  }
+
+  /**
+   * The reconnect pass of one cluster (hook queue). It reads the cluster once the cache shows this
+   * replica's own last writes of it, so its status record is not refused for a stale copy.
+   */
+  private async reconnect(key: string, signal: AbortSignal): Promise<{ requeueAfterMs: number } | void> {
+    const term = this.term;
+    if (!term || !this.hookExec || signal.aborted) return;
+    const wait = this.expectations.waitFor([writeKey('kdcluster', key)]);
+    if (wait > 0) return { requeueAfterMs: wait };
+    const cluster = clusterFromCache(this.caches, key);
+    if (!cluster || cluster.metadata.deletionTimestamp) return;
+    const writes = this.writes(term);
+    const record = (e: EventInput) => {
+      term.check();
+      if (!signal.aborted) this.events.record(e);
+    };
     const next = await reconnectPass(cluster, {
-      exec: this.exec,
-      world,
+      exec: this.hookExec,
+      world: this.caches.world(),
       systemNamespace: this.cfg.systemNamespace,
       timeoutMs: this.cfg.reconnectTimeoutMs,
-      concurrency: this.cfg.podConcurrency,
+      concurrency: this.cfg.reconnectConcurrency,
       signal,
       check: term.check,
       patchClusterStatus: writes.patchClusterStatus,
-      events: {
-        record: (e) => {
-          term.check();
-          if (!signal.aborted) this.events.record(e);
-        },
-      },
+      readCluster: (ns, name) =>
+        liveRead<KDCluster>(term, `/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`),
+      events: { record },
       onHook: (result) => this.metrics.reconnectHooks.inc({ result }),
       log: this.log,
     });
-    return { outcome, ...(next.requeueAfterMs !== undefined ? { requeueAfterMs: next.requeueAfterMs } : {}) };
+    if (next.requeueAfterMs !== undefined) return { requeueAfterMs: next.requeueAfterMs };
+  }
+}
+
+/** A GET through the term's client, for what the caches cannot show; undefined when it does not exist. */
+async function liveRead<T>(term: Term, path: string, accept?: string): Promise<T | undefined> {
+  try {
+    return await term.client.request<T>('GET', path, accept ? { accept } : {});
+  } catch (e) {
+    if (errorStatus(e) === 404) return undefined;
+    throw e;
   }
 }
 

@@ -19,6 +19,7 @@ import {
   membersOf,
   planReconcile,
   privateConfigMetaSecretName,
+  privateSecretOwner,
   planStatus,
   resolveApp,
   resolveConnections,
@@ -67,6 +68,11 @@ export interface ReconcileDeps {
   privateSecrets?: {
     get(namespace: string, name: string): CachedPrivateSecret | undefined;
     key(): Uint8Array | undefined;
+    /**
+     * A live read of a Secret of that name (metadata only), for the one the cache cannot show: a create
+     * refused because the name exists, held by a Secret without the reconciler's label.
+     */
+    fetch(namespace: string, name: string): Promise<CachedPrivateSecret | undefined>;
   };
   log: Logger;
   opts: ReconcileOptions;
@@ -131,16 +137,29 @@ async function observe(key: string, d: ReconcileDeps): Promise<Observation | num
 
 export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<ReconcileOutcome> {
   const outcome: ReconcileOutcome = { podsWritten: 0, statusWritten: false };
-  const o = await observe(key, d);
-  if (o === undefined) return outcome;
-  if (typeof o === 'number') return { ...outcome, deferredMs: o };
+  const observed = await observe(key, d);
+  if (observed === undefined) return outcome;
+  if (typeof observed === 'number') return { ...outcome, deferredMs: observed };
+  let o = observed;
   const privateKey = d.privateSecrets?.key();
-  const plan = planReconcile(o, { systemNamespace: d.opts.systemNamespace, ...(privateKey ? { privateKey } : {}) });
+  const planOpts = { systemNamespace: d.opts.systemNamespace, ...(privateKey ? { privateKey } : {}) };
+  let plan = planReconcile(o, planOpts);
   if (plan.appProblem) {
     outcome.statusWritten = await writeStatus(o.cluster, planStatus(o.cluster, o, plan.appProblem, undefined), d);
     return outcome;
   }
   const log = d.log.child({ cluster: key });
+  // The private Secret is created before anything else: when its name is taken by someone else's
+  // Secret, the pods must get the document without its private half, so the plan is made again.
+  let privateFailure: Error | undefined;
+  if (plan.privateSecret?.kind === 'create') {
+    const created = await createPrivateSecret(o.cluster, plan.privateSecret, d);
+    if ('foreign' in created) {
+      o = { ...o, privateSecret: created.foreign };
+      plan = planReconcile(o, planOpts);
+    } else if (created.error) privateFailure = created.error;
+    else outcome.privateSecret = 'create';
+  }
   let cluster = o.cluster;
   if (plan.bump) {
     cluster = await bump(cluster, plan.bump.ops, d);
@@ -149,8 +168,10 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
     outcome.bumped = { from: plan.bump.from, to: plan.bump.to };
   }
   record(d, plan.events);
-  const privateFailure = plan.privateSecret && (await writePrivateSecret(cluster, plan.privateSecret, d));
-  if (plan.privateSecret && !privateFailure) outcome.privateSecret = plan.privateSecret.kind;
+  if (plan.privateSecret && plan.privateSecret.kind !== 'create') {
+    privateFailure = await writePrivateSecret(cluster, plan.privateSecret, d);
+    if (!privateFailure) outcome.privateSecret = plan.privateSecret.kind;
+  }
   const results = await writePods(cluster, plan, d);
   outcome.podsWritten = results.written.length;
   const { delivery, events } = deliveryOutcome(plan, results, o);
@@ -159,6 +180,11 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
   const failed = Object.keys(results.failed).sort();
   if (failed.length > 0) throw new RetryableError(`configmeta not delivered to ${failed.join(', ')}`);
   if (privateFailure) throw privateFailure;
+  // Its removal sends no event the reconciler watches (it need not carry the label): checked with backoff.
+  if (plan.foreignPrivateSecret) {
+    const name = privateConfigMetaSecretName(cluster.metadata.name ?? '');
+    throw new RetryableError(`${name} is someone else's Secret; checking again with backoff`);
+  }
   if (outcome.podsWritten > 0 || outcome.bumped)
     log.info('configmeta delivered', {
       generator: plan.generator,
@@ -203,18 +229,49 @@ async function writePrivateSecret(
   } catch (e) {
     // Already gone (a stale cache after our own delete, or someone else's): what the delete wanted.
     if (w.kind === 'delete' && errorStatus(e) === 404) return undefined;
-    const what = `private configmeta Secret ${w.name} (${w.kind})`;
-    if (isConflict(e)) return new RetryableError(`${what}: changed since it was read; retrying`);
-    const code = errorStatus(e);
-    d.events.record({
-      regarding: clusterTarget(cluster),
-      type: 'Warning',
-      reason: 'PrivateConfigMetaFailed',
-      action: 'Deliver',
-      note: `${what} failed${code ? ` with HTTP ${code}` : ''}; retrying with backoff`,
-    });
-    return new Error(`${what} failed${code ? ` with HTTP ${code}` : ''}`);
+    return privateWriteFailure(cluster, w, e, d);
   }
+}
+
+/**
+ * Creates the private Secret. A create refused because the name exists (409) is answered by reading who
+ * holds it: someone else's Secret is returned (and never touched); our own not yet in the cache, or one
+ * gone meanwhile, is retried.
+ */
+async function createPrivateSecret(
+  cluster: KDCluster,
+  w: Extract<PrivateSecretWrite, { kind: 'create' }>,
+  d: ReconcileDeps,
+): Promise<{ foreign: CachedPrivateSecret } | { error?: Error }> {
+  const namespace = cluster.metadata.namespace ?? '';
+  try {
+    await d.writes.createSecret(namespace, w.body);
+    return {};
+  } catch (e) {
+    if (errorStatus(e) !== 409 || !d.privateSecrets) return { error: privateWriteFailure(cluster, w, e, d) };
+    const found = await d.privateSecrets.fetch(namespace, w.name);
+    if (found && privateSecretOwner(found, cluster).owner === 'foreign') return { foreign: found };
+    return {
+      error: new RetryableError(
+        `private configmeta Secret ${w.name} (create): ${found ? 'exists already, not yet in the cache' : 'existed, gone since'}; retrying`,
+      ),
+    };
+  }
+}
+
+/** A failed private Secret write as the error to retry with, reported by a Warning unless it is a conflict. */
+function privateWriteFailure(cluster: KDCluster, w: PrivateSecretWrite, e: unknown, d: ReconcileDeps): Error {
+  const what = `private configmeta Secret ${w.name} (${w.kind})`;
+  if (isConflict(e)) return new RetryableError(`${what}: changed since it was read; retrying`);
+  const code = errorStatus(e);
+  d.events.record({
+    regarding: clusterTarget(cluster),
+    type: 'Warning',
+    reason: 'PrivateConfigMetaFailed',
+    action: 'Deliver',
+    note: `${what} failed${code ? ` with HTTP ${code}` : ''}; retrying with backoff`,
+  });
+  return new Error(`${what} failed${code ? ` with HTTP ${code}` : ''}`);
 }
 
 async function writePods(cluster: KDCluster, plan: ReconcilePlan, d: ReconcileDeps): Promise<PodWriteResults> {

@@ -18,6 +18,8 @@ import {
   GENERATOR_FILE,
   GUESTCONFIG_DIR,
   GUESTCONFIG_SIDECAR,
+  HOOK_LOG_CHARS,
+  hookOutputExcerpt,
   planReconnectReads,
   planReconnectRuns,
   reconnectCondition,
@@ -37,6 +39,7 @@ import {
   type HookResult,
   type KDCluster,
   type Logger,
+  type MemberReconnects,
   type PatchOp,
   type World,
 } from '@kd-connections/shared';
@@ -158,6 +161,50 @@ export class WebSocketPodExec implements PodExec {
   }
 }
 
+/**
+ * At most `limit` execs in flight across every cluster's pass (--reconnect-concurrency): hooks that hang
+ * until their timeout hold these slots, never a delivery worker. A run waiting for a slot leaves when its
+ * signal fires.
+ */
+export class LimitedPodExec implements PodExec {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly inner: PodExec,
+    private readonly limit: number,
+  ) {}
+
+  get inFlight(): number {
+    return this.active;
+  }
+
+  async run(...args: Parameters<PodExec['run']>): Promise<ExecResult> {
+    const { signal } = args[4];
+    while (this.active >= this.limit) {
+      if (signal.aborted) throw abortError();
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          signal.removeEventListener('abort', wake);
+          const i = this.waiting.indexOf(wake);
+          if (i >= 0) this.waiting.splice(i, 1);
+          resolve();
+        };
+        this.waiting.push(wake);
+        signal.addEventListener('abort', wake, { once: true });
+      });
+    }
+    if (signal.aborted) throw abortError();
+    this.active++;
+    try {
+      return await this.inner.run(...args);
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
 /** A file read never waits long: the sidecar only has to `cat` a small file. */
 const READ_TIMEOUT_MS = 10_000;
 
@@ -173,6 +220,8 @@ export interface ReconnectDeps {
   signal: AbortSignal;
   check: () => void;
   patchClusterStatus(namespace: string, name: string, ops: PatchOp[]): Promise<KDCluster>;
+  /** A live read of the cluster (undefined: gone), to record the hooks' results after a conflict. */
+  readCluster(namespace: string, name: string): Promise<KDCluster | undefined>;
   events: { record(e: EventInput): void };
   onHook?: (result: HookMetric) => void;
   log: Logger;
@@ -211,12 +260,23 @@ async function readGenerator(d: ReconnectDeps, namespace: string, pod: string): 
   return { error: r.error ?? `cat ${file} exited ${r.exitCode}: ${r.stderr.trim().slice(-200)}` };
 }
 
-async function runHook(d: ReconnectDeps, namespace: string, pod: string): Promise<HookOutcome> {
+/** The values of the Secrets the cluster connects (decoded), which no hook output may carry out of the pod. */
+async function connectedSecretValues(cluster: KDCluster, world: World): Promise<string[]> {
+  const namespace = cluster.metadata.namespace ?? '';
+  const values: string[] = [];
+  for (const name of cluster.spec?.connections?.secrets ?? []) {
+    const s = typeof name === 'string' ? await world.getSecret(namespace, name) : undefined;
+    for (const v of Object.values(s?.data ?? {})) values.push(Buffer.from(v, 'base64').toString('utf8'));
+  }
+  return values;
+}
+
+async function runHook(d: ReconnectDeps, namespace: string, pod: string, secrets: string[]): Promise<HookOutcome> {
   const r = await execGuarded(d, namespace, pod, RECONNECT_CONTAINER, RECONNECT_COMMAND, {
     timeoutMs: d.timeoutMs,
     signal: d.signal,
   });
-  const stderrTail = r.stderr.trim().slice(-256);
+  const stderrTail = hookOutputExcerpt(r.stderr, secrets, HOOK_LOG_CHARS);
   const tail = stderrTail ? { stderrTail } : {};
   if (r.exitCode === 0) {
     d.onHook?.('ok');
@@ -232,6 +292,40 @@ async function runHook(d: ReconnectDeps, namespace: string, pod: string): Promis
   }
   d.onHook?.('error');
   return { ok: false, error: r.error ?? 'exec failed', ...tail };
+}
+
+/** Status patches of one pass's record at most: the first, and one per fresher read after a conflict. */
+const RECORD_ATTEMPTS = 3;
+
+/**
+ * Records what the hooks did. The hooks have run by now, so a conflict (the delivery pass wrote status
+ * meanwhile: the two run side by side) is answered by reading the cluster again and patching the same
+ * record onto it — a requeue would run the hooks a second time. Only after RECORD_ATTEMPTS is the
+ * record lost (the next pass then runs them again).
+ */
+async function writeRecord(cluster: KDCluster, record: MemberReconnects, now: Date, d: ReconnectDeps): Promise<void> {
+  const namespace = cluster.metadata.namespace ?? '';
+  const name = cluster.metadata.name ?? '';
+  let current = cluster;
+  for (let attempt = 1; ; attempt++) {
+    const ops = reconnectStatusPatch(
+      current,
+      record,
+      reconnectCondition(record, current.metadata.generation),
+      now.toISOString(),
+    );
+    if (ops.length === 0) return;
+    try {
+      await d.patchClusterStatus(namespace, name, ops);
+      return;
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      const fresh = attempt < RECORD_ATTEMPTS ? await d.readCluster(namespace, name) : undefined;
+      if (!fresh || fresh.metadata.uid !== cluster.metadata.uid)
+        throw new RetryableError(`reconnect state of ${namespace}/${name} moved on since it was read`);
+      current = fresh;
+    }
+  }
 }
 
 /**
@@ -255,30 +349,24 @@ export async function reconnectPass(cluster: KDCluster, d: ReconnectDeps): Promi
   const log = d.log.child({ cluster: `${namespace}/${name}` });
   for (const [pod, why] of Object.entries(runs.unreadable))
     log.info('reconnect: cannot read the member generator file; not running its hook', { pod, why });
+  const secrets = runs.run.length > 0 ? await connectedSecretValues(cluster, d.world) : [];
   const results: HookResult[] = await mapLimit(runs.run, d.concurrency, async ({ pod, generator }) => ({
     pod,
     generator,
-    outcome: await runHook(d, namespace, pod),
+    outcome: await runHook(d, namespace, pod, secrets),
   }));
   const record = recordReconnectResults(reads.record, results, now);
   for (const e of reconnectEvents(cluster, members, results)) d.events.record(e);
-  for (const r of results)
-    log[r.outcome.ok ? 'info' : 'warn']('reconnect hook ran', { pod: r.pod, generator: r.generator, ok: r.outcome.ok });
-  const ops = reconnectStatusPatch(
-    cluster,
-    record,
-    reconnectCondition(record, cluster.metadata.generation),
-    now.toISOString(),
-  );
-  if (ops.length > 0) {
-    try {
-      await d.patchClusterStatus(namespace, name, ops);
-    } catch (e) {
-      // The hooks ran; only their record is lost, and the next pass runs them again.
-      if (isConflict(e)) throw new RetryableError(`reconnect state of ${namespace}/${name} moved on since it was read`);
-      throw e;
-    }
+  for (const r of results) {
+    const stderr = r.outcome.ok ? undefined : r.outcome.stderrTail;
+    log[r.outcome.ok ? 'info' : 'warn']('reconnect hook ran', {
+      pod: r.pod,
+      generator: r.generator,
+      ok: r.outcome.ok,
+      ...(stderr ? { stderr } : {}),
+    });
   }
+  await writeRecord(cluster, record, now, d);
   const next = nextReconnectCheckMs(members, record, new Set(Object.keys(runs.unreadable)), now);
   return next === undefined ? {} : { requeueAfterMs: next };
 }

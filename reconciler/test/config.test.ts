@@ -48,6 +48,7 @@ describe('reconciler configuration', () => {
       secretConnections: true,
       reconnectHook: false,
       reconnectTimeoutMs: 120_000,
+      reconnectConcurrency: 4,
       clusterDomain: 'cluster.local',
       metricsHost: '0.0.0.0',
       metricsPort: 8080,

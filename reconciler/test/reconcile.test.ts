@@ -12,6 +12,7 @@ import {
   KubeApiError,
   LABEL_CM_TYPE,
   LABEL_KDCLUSTER,
+  LABEL_PRIVATE_CONFIGMETA_OF,
   LABEL_ROLE,
   LABEL_SECRET_TYPE,
   objectKey,
@@ -160,11 +161,18 @@ class FakeApi {
     return {
       ...this.deps(),
       privateSecrets: {
+        // The cache watches the reconciler's label only; a live read sees any Secret of the name.
         get: (ns, n) => {
+          const s = this.privateSecrets.get(objectKey(ns, n));
+          return s?.metadata.labels?.[LABEL_PRIVATE_CONFIGMETA_OF] !== undefined
+            ? trimPrivateSecret(s as never)
+            : undefined;
+        },
+        key: () => Buffer.alloc(32, 7),
+        fetch: async (ns, n) => {
           const s = this.privateSecrets.get(objectKey(ns, n));
           return s && trimPrivateSecret(s as never);
         },
-        key: () => Buffer.alloc(32, 7),
       },
     };
   }
@@ -527,5 +535,54 @@ describe('the private Secret (Secret connections on)', () => {
     expect((await reconcileCluster(`${NS}/a`, api.privateDeps())).privateSecret).toBe('delete');
     expect((await reconcileCluster(`${NS}/a`, api.privateDeps())).privateSecret).toBe('create');
     expect(api.privateSecrets.get(`${NS}/${NAME}`)!.metadata.ownerReferences[0]!.uid).toBe('uid-a-2');
+  });
+
+  it("someone else's Secret of that name: never changed, pods get no private half, status and one Warning name it; retried until it goes", async () => {
+    const squat = {
+      apiVersion: 'v1' as const,
+      kind: 'Secret' as const,
+      metadata: {
+        name: NAME,
+        namespace: NS,
+        uid: 'uid-squat',
+        resourceVersion: '7',
+        labels: {},
+        annotations: {},
+        ownerReferences: [],
+      },
+      type: 'Opaque' as const,
+      data: { [PRIVATE_SECRET_KEY_CONFIGMETA]: Buffer.from('{"forged":1}').toString('base64') },
+    };
+    api.privateSecrets.set(`${NS}/${NAME}`, structuredClone(squat));
+    await expect(reconcileCluster(`${NS}/a`, api.privateDeps())).rejects.toThrow(
+      `${NAME} is someone else's Secret; checking again with backoff`,
+    );
+    expect(api.privateSecrets.get(`${NS}/${NAME}`)).toEqual(squat);
+    expect(api.writes.filter((w) => w.startsWith('secret'))).toEqual([]);
+    // Every member written, none with a version for the sidecar to join.
+    expect(api.writes.filter((w) => w.startsWith('pod'))).toHaveLength(3);
+    for (const p of ['a-0', 'a-1', 'a-2']) expect(ann(p)['kd-connections.hpe.com/configmeta-splice']).toBe('');
+    const synced = api.clusters.get(`${NS}/a`)!.status!.conditions!.find((c) => c.type === 'ConfigMetaSynced')!;
+    expect(synced).toMatchObject({ status: 'False', reason: 'PrivateSecretNotOwned' });
+    expect(synced.message).toContain(`Secret ${NS}/${NAME} is not this kdcluster's private configmeta Secret`);
+    const warnings = () => api.events.filter((e) => e.reason === 'PrivateSecretNotOwned');
+    expect(warnings()).toHaveLength(1);
+
+    // The retry finds it still there: nothing written, no second Warning.
+    api.writes = [];
+    await expect(reconcileCluster(`${NS}/a`, api.privateDeps())).rejects.toThrow(RetryableError);
+    expect(api.writes).toEqual([]);
+    expect(warnings()).toHaveLength(1);
+
+    // Gone: the reconciler creates its own, and the pods name its version.
+    api.privateSecrets.delete(`${NS}/${NAME}`);
+    const out = await reconcileCluster(`${NS}/a`, api.privateDeps());
+    expect(out.privateSecret).toBe('create');
+    const version = Buffer.from(api.privateSecrets.get(`${NS}/${NAME}`)!.data.version!, 'base64').toString();
+    for (const p of ['a-0', 'a-1', 'a-2'])
+      expect(ann(p)['kd-connections.hpe.com/configmeta-splice']!.split(' ')[1]).toBe(version);
+    expect(api.clusters.get(`${NS}/a`)!.status!.conditions!.find((c) => c.type === 'ConfigMetaSynced')!.status).toBe(
+      'True',
+    );
   });
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   GUESTCONFIG_SIDECAR,
+  KubeApiError,
   RECONNECT_BACKOFF_BASE_MS,
   RECONNECT_COMMAND,
   silentLogger,
@@ -13,22 +14,35 @@ import {
   type KDCluster,
   type PatchOp,
 } from '@kd-connections/shared';
-import { reconnectPass, type ExecResult, type PodExec, type ReconnectDeps } from '../src/reconnect-hook.js';
-import { app, cluster, MemoryWorld, pod } from '../../shared/test/fixtures.js';
+import {
+  LimitedPodExec,
+  reconnectPass,
+  type ExecResult,
+  type PodExec,
+  type ReconnectDeps,
+} from '../src/reconnect-hook.js';
+import { RetryableError } from '../src/reconcile.js';
+import { app, cluster, MemoryWorld, pod, secret } from '../../shared/test/fixtures.js';
 
 const NOW = new Date('2026-12-03T09:00:00Z');
 const POD = 'c-controller-0';
 
-function setup(hook: ExecResult, opts: { abortOn?: 'start' | 'read' } = {}) {
+const TOKEN = 'tok-9f4e2c1d';
+
+function setup(hook: ExecResult, opts: { abortOn?: 'start' | 'read'; conflicts?: number } = {}) {
   const member = pod(POD, 'c', 'controller', { annotations: { [ANNOTATION_CONFIGMETA_GENERATOR]: '4' } });
   const world = new MemoryWorld({
     apps: [app('a', { defaultConfigPackage: { packageURL: 'x' }, roles: [{ id: 'controller' }] })],
     pods: [member],
+    secrets: [secret('creds', 'scm', { token: TOKEN }, { withValues: true })],
   });
   const c: KDCluster = cluster('c', 'a', {
     generator: 4,
+    connections: { secrets: ['creds'] },
     status: { memberReconnects: { [POD]: { uid: member.metadata.uid!, generator: 3 } }, conditions: [] },
   });
+  let conflicts = opts.conflicts ?? 0;
+  const reads: string[] = [];
   const leadership = new AbortController();
   if (opts.abortOn === 'start') leadership.abort();
   const calls: string[] = [];
@@ -53,13 +67,21 @@ function setup(hook: ExecResult, opts: { abortOn?: 'start' | 'read' } = {}) {
     concurrency: 2,
     signal: leadership.signal,
     check: () => {},
-    patchClusterStatus: async (_ns, _n, ops) => (patches.push(ops), c),
+    patchClusterStatus: async (_ns, _n, ops) => {
+      patches.push(ops);
+      if (conflicts-- > 0) throw new KubeApiError(409, 'Conflict', 'the object has been modified');
+      return c;
+    },
+    readCluster: async (_ns, n) => {
+      reads.push(n);
+      return structuredClone(c);
+    },
     events: { record: (e) => events.push(e) },
     onHook: (r) => hooks.push(r),
     log: silentLogger,
     now: () => NOW,
   };
-  return { c, deps, calls, patches, events, hooks };
+  return { c, deps, calls, patches, events, hooks, reads };
 }
 
 describe('reconnectPass', () => {
@@ -100,5 +122,64 @@ describe('reconnectPass', () => {
     expect(during.calls).toEqual([`${POD}/kd-guestconfig: cat /etc/guestconfig/.configmeta-generator`]);
     expect(during.patches).toEqual([]);
     expect(during.events).toEqual([]);
+  });
+
+  it("a hook's stderr reaches the event and the log bounded, on one line, without the connected Secret's values", async () => {
+    const b64 = Buffer.from(TOKEN).toString('base64');
+    const stderr = `${'x'.repeat(5000)}\nusing ${TOKEN} (${b64})\u001b[31m\nrefused\n`;
+    const s = setup({ exitCode: 1, stdout: '', stderr });
+    await reconnectPass(s.c, s.deps);
+    const note = s.events[0]!.note;
+    expect(note).not.toContain(TOKEN);
+    expect(note).not.toContain(b64);
+    expect(note).toContain('using [redacted] ([redacted]) [31m refused');
+    expect(note).toContain(`the last 4096 characters are in the reconciler's log line "reconnect hook ran"`);
+    expect(note.length).toBeLessThan(700);
+    // eslint-disable-next-line no-control-regex -- asserting that no control character is left
+    expect(note).not.toMatch(/[\u0000-\u001f]/);
+  });
+
+  it('a status write refused because the delivery pass wrote meanwhile is made again on a fresh read, never by running the hooks again', async () => {
+    const twice = setup({ exitCode: 0, stdout: '', stderr: '' }, { conflicts: 2 });
+    expect(await reconnectPass(twice.c, twice.deps)).toEqual({});
+    expect(twice.patches).toHaveLength(3);
+    expect(twice.reads).toEqual(['c', 'c']);
+    expect(twice.calls.filter((c) => c.includes('/app:'))).toHaveLength(1);
+
+    const always = setup({ exitCode: 0, stdout: '', stderr: '' }, { conflicts: 99 });
+    await expect(reconnectPass(always.c, always.deps)).rejects.toBeInstanceOf(RetryableError);
+    expect(always.patches).toHaveLength(3);
+  });
+});
+
+describe('LimitedPodExec', () => {
+  it('never has more than its limit in flight; a waiting run leaves when its signal fires', async () => {
+    let active = 0;
+    let most = 0;
+    const release: (() => void)[] = [];
+    const inner: PodExec = {
+      run: async () => {
+        most = Math.max(most, ++active);
+        await new Promise<void>((r) => release.push(r));
+        active--;
+        return { exitCode: 0, stdout: '', stderr: '' };
+      },
+    };
+    const limited = new LimitedPodExec(inner, 2);
+    const run = (signal: AbortSignal) => limited.run('ns', 'p', 'app', ['true'], { timeoutMs: 1000, signal });
+    const live = new AbortController();
+    const gone = new AbortController();
+    const runs = [run(live.signal), run(live.signal), run(live.signal)];
+    const waiting = run(gone.signal);
+    await new Promise((r) => setImmediate(r));
+    expect(limited.inFlight).toBe(2);
+    gone.abort();
+    await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
+    while (release.length > 0 || limited.inFlight > 0) {
+      release.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    await expect(Promise.all(runs)).resolves.toHaveLength(3);
+    expect(most).toBe(2);
   });
 });

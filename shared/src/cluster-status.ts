@@ -47,9 +47,12 @@ export interface Delivery {
   tooLargeBytes?: number;
   /** Members whose pod has no configmeta volume (not opted out): they hold the annotation but never see the file. */
   missingVolume?: string[];
+  /** Set when someone else's Secret holds the private Secret's name: why the pods lack Secret values. */
+  foreignPrivateSecret?: string;
 }
 
 export const REASON_MISSING_VOLUME = 'PodsMissingConfigMetaVolume';
+export const REASON_FOREIGN_PRIVATE_SECRET = 'PrivateSecretNotOwned';
 const LISTED_PODS = 10;
 
 /** Names the pods (the first ten, then a count) and what to do: the volume can only come with a new pod. */
@@ -141,6 +144,9 @@ function syncedCondition(input: StatusInput): ConditionInput {
       message: `configmeta generator ${delivery.generator} written to ${delivery.synced.length}/${members.length} member pods; failed: ${failed.map((p) => `${p} (${delivery.failed[p]})`).join(', ')}`,
     };
   }
+  if (delivery.foreignPrivateSecret) {
+    return { ...base, status: 'False', reason: REASON_FOREIGN_PRIVATE_SECRET, message: delivery.foreignPrivateSecret };
+  }
   if (delivery.missingVolume?.length) {
     return {
       ...base,
@@ -182,6 +188,7 @@ const NEEDS_USER_ACTION = new Set([
   'ConnectionProblems',
   'ConfigMetaTooLarge',
   REASON_MISSING_VOLUME,
+  REASON_FOREIGN_PRIVATE_SECRET,
 ]);
 
 /**

@@ -4,9 +4,11 @@
  * and a unit test that runs it against simulated kubelet volumes use the same bytes.
  *
  * What it does, in a loop:
- *  - when the `..data` symlink of the private Secret volume changes (the kubelet swaps it atomically):
- *    with both keys present, installs .platform.json then .priv_configmeta.json (0600, root) by atomic
- *    swap; without them, removes both;
+ *  - when the `..data` symlink of either volume changes (the kubelet swaps each atomically): installs
+ *    .platform.json then .priv_configmeta.json (0600, root) by atomic swap when the Secret has both keys
+ *    and its `version` is the one the pod's splice item names — the reconciler wrote both, so a Secret of
+ *    that name that someone else made is never installed; removes both when the document names no
+ *    private half; keeps the last ones while the two volumes disagree;
  *  - when the `..data` symlink of the downward-API volume changes and the projected document is
  *    non-empty: swaps configmeta.json (0644) in, unless it is byte-identical, then writes the generator
  *    file. It reads both items from the timestamped directory `..data` points to, so the two always come
@@ -140,6 +142,28 @@ if [ -n "$tools" ] && mkfifo "$tools/.tick" 2>/dev/null && exec 3<>"$tools/.tick
 fi
 work="$root/.kd-assembled"
 
+# install_private: the private files of the Secret's current update when the document's splice item names its
+# version; none when the document has no private half; the last ones while the two disagree.
+install_private() {
+  p=$(readlink "$priv/..data" 2>/dev/null) || p=
+  d=$(readlink "$src/..data" 2>/dev/null) || d=
+  want=
+  [ -z "$d" ] || [ ! -s "$src/$d/${SOURCE_SPLICE_ITEM}" ] || want=$(cut -d' ' -f2 "$src/$d/${SOURCE_SPLICE_ITEM}")
+  if [ -z "$want" ]; then
+    if [ -e "$dir/${PRIVATE_CONFIGMETA_FILE}" ] || [ -e "$dir/${PLATFORM_FILE}" ]; then
+      ours ${PRIVATE_CONFIGMETA_FILE} && ours ${PLATFORM_FILE} && rm -f "$dir/${PRIVATE_CONFIGMETA_FILE}" "$dir/${PLATFORM_FILE}"
+    fi
+    return 0
+  fi
+  pc="$priv/$p/${PRIVATE_SECRET_KEY_CONFIGMETA}"
+  pl="$priv/$p/${PRIVATE_SECRET_KEY_PLATFORM}"
+  have=$(cat "$priv/$p/${PRIVATE_SECRET_KEY_VERSION}" 2>/dev/null) || have=
+  [ -n "$p" ] && [ "$want" = "$have" ] && [ -s "$pc" ] && [ -s "$pl" ] || return 0
+  same "$pl" ${PLATFORM_FILE} && same "$pc" ${PRIVATE_CONFIGMETA_FILE} && return 0
+  # The platform file first: configcli merges the private file only when both are there.
+  put ${PLATFORM_FILE} 0600 "$pl" && put ${PRIVATE_CONFIGMETA_FILE} 0600 "$pc" && log "private files delivered"
+}
+
 last=-
 lastp=-
 waiting=
@@ -147,19 +171,9 @@ while :; do
   pchanged=
   if changed "$priv" "$lastp"; then
     pchanged=1
-    p=$(readlink "$priv/..data" 2>/dev/null) || p=
-    pc="$priv/$p/${PRIVATE_SECRET_KEY_CONFIGMETA}"
-    pl="$priv/$p/${PRIVATE_SECRET_KEY_PLATFORM}"
-    if [ -n "$p" ] && [ -s "$pc" ] && [ -s "$pl" ]; then
-      # The platform file first: configcli merges the private file only when both are there.
-      if put ${PLATFORM_FILE} 0600 "$pl" && put ${PRIVATE_CONFIGMETA_FILE} 0600 "$pc"; then
-        log "private files delivered"
-      fi
-    elif ours ${PRIVATE_CONFIGMETA_FILE} && ours ${PLATFORM_FILE}; then
-      rm -f "$dir/${PRIVATE_CONFIGMETA_FILE}" "$dir/${PLATFORM_FILE}"
-    fi
-    lastp=$p
+    lastp=$(readlink "$priv/..data" 2>/dev/null) || lastp=
   fi
+  if [ -n "$pchanged" ] || changed "$src" "$last"; then install_private; fi
   if changed "$src" "$last" || { [ -n "$waiting" ] && [ -n "$pchanged" ]; }; then
     d=$(readlink "$src/..data" 2>/dev/null) || d=
     doc="$src/$d/${CONFIGMETA_FILE}"

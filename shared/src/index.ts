@@ -31,6 +31,7 @@ export * from './guestconfig-layout.js';
 export * from './cluster-status.js';
 export * from './connection-changes.js';
 export * from './plan-reconcile.js';
+export * from './hook-output.js';
 export * from './plan-reconnect.js';
 export * from './logger.js';
 export * from './k8s/kube-client.js';

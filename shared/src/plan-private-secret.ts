@@ -35,7 +35,7 @@ export interface CachedPrivateSecret {
     labels?: Record<string, string>;
     /** Only the content MAC. */
     annotations?: Record<string, string>;
-    ownerReferences?: { uid?: string; controller?: boolean }[];
+    ownerReferences?: { kind?: string; uid?: string; controller?: boolean }[];
   };
 }
 
@@ -94,7 +94,7 @@ export function trimPrivateSecret(o: { metadata?: Record<string, unknown> }): Ca
       labels: m.labels,
       // Kept as a map (possibly empty) when the Secret has any annotation: a patch must then add a key.
       ...(m.annotations ? { annotations: mac !== undefined ? { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac } : {} } : {}),
-      ownerReferences: (m.ownerReferences ?? []).map((r) => ({ uid: r.uid, controller: r.controller })),
+      ownerReferences: (m.ownerReferences ?? []).map((r) => ({ kind: r.kind, uid: r.uid, controller: r.controller })),
     },
   };
 }
@@ -142,9 +142,41 @@ export function privateSecretBody(cluster: KDCluster, files: PrivateFiles, mac: 
 }
 
 /**
+ * Whose a Secret of the private Secret's name is. Ours: labelled as this cluster's private configmeta and
+ * controlled by this kdcluster (its uid). An earlier cluster's: labelled so, controlled by a kdcluster of
+ * another uid (the garbage collector removes it too once it sees the owner gone). Anything else is
+ * someone else's: never read from, changed or deleted.
+ */
+export function privateSecretOwner(
+  existing: CachedPrivateSecret,
+  cluster: KDCluster,
+): { owner: 'ours' | 'earlier-cluster' } | { owner: 'foreign'; why: string } {
+  const controller = (existing.metadata.ownerReferences ?? []).find((r) => r.controller);
+  const name = cluster.metadata.name ?? '';
+  const label = existing.metadata.labels?.[LABEL_PRIVATE_CONFIGMETA_OF];
+  if (label !== name) {
+    const has = label === undefined ? 'has no label' : `has ${JSON.stringify(label)} as label`;
+    return { owner: 'foreign', why: `it ${has} ${LABEL_PRIVATE_CONFIGMETA_OF}=${name}` };
+  }
+  if (controller?.kind !== 'KubeDirectorCluster')
+    return { owner: 'foreign', why: 'it is not controlled by a KubeDirectorCluster (no controller owner reference)' };
+  return controller.uid === cluster.metadata.uid ? { owner: 'ours' } : { owner: 'earlier-cluster' };
+}
+
+/** Status and event text for a private Secret name someone else holds: what it is and what to do. */
+export function foreignPrivateSecretMessage(cluster: KDCluster, why: string): string {
+  const { name = '', namespace = '' } = cluster.metadata;
+  return (
+    `Secret ${namespace}/${privateConfigMetaSecretName(name)} is not this kdcluster's private configmeta ` +
+    `Secret (${why}); kd-connections never uses or changes it, and the member pods get configmeta without ` +
+    `Secret values until it is deleted or renamed (then the reconciler creates its own)`
+  );
+}
+
+/**
  * The one write (or none) that brings the private Secret of `cluster` to `files` (undefined: it should
  * not exist). A Secret left by an earlier cluster of the same name is deleted first; the next reconcile
- * creates the new one.
+ * creates the new one. Someone else's Secret of that name is left alone (no write).
  */
 export function planPrivateSecret(
   cluster: KDCluster,
@@ -161,8 +193,9 @@ export function planPrivateSecret(
     resourceVersion: existing!.metadata.resourceVersion,
     why,
   });
-  if (existing && !(existing.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === uid))
-    return remove('it belongs to an earlier cluster of the same name');
+  const owner = existing && privateSecretOwner(existing, cluster).owner;
+  if (owner === 'foreign') return undefined;
+  if (owner === 'earlier-cluster') return remove('it belongs to an earlier cluster of the same name');
   if (!files) return existing ? remove('the cluster has no Secret connection') : undefined;
   const mac = privateContentMac(key, uid, files);
   const version = privateVersion(key, uid, files);

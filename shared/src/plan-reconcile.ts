@@ -9,6 +9,7 @@ import {
   buildStatus,
   CONDITION_CONFIGMETA_SYNCED,
   missingVolumeMessage,
+  REASON_FOREIGN_PRIVATE_SECRET,
   REASON_MISSING_VOLUME,
   type Delivery,
 } from './cluster-status.js';
@@ -21,7 +22,9 @@ import type { EventInput } from './k8s/event-recorder.js';
 import { appSearchDescription, type ResolvedApp } from './lookup.js';
 import { nodeIdStateOf, type Member } from './members.js';
 import {
+  foreignPrivateSecretMessage,
   planPrivateSecret,
+  privateSecretOwner,
   privateVersion,
   type CachedPrivateSecret,
   type PrivateSecretWrite,
@@ -85,6 +88,11 @@ export interface ReconcilePlan {
   events: EventInput[];
   /** Members whose pod has no configmeta volume: written like the rest, reported as not synced. */
   missingVolume: string[];
+  /**
+   * Set when a Secret of the private Secret's name is someone else's (the message): the pods get the
+   * document without its private half, so nothing from that Secret is ever joined into it.
+   */
+  foreignPrivateSecret?: string;
 }
 
 export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan {
@@ -107,10 +115,22 @@ export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan 
   const files = opts.privateKey && privateFilesOf(o, own);
   const version =
     files && opts.privateKey ? privateVersion(opts.privateKey, o.cluster.metadata.uid ?? '', files) : undefined;
-  const plan = planDelivery(o, own, bump?.to ?? generator, files ? { files, version: version! } : undefined);
+  const taken = files && o.privateSecret ? privateSecretOwner(o.privateSecret, o.cluster) : undefined;
+  const foreign = taken?.owner === 'foreign' ? foreignPrivateSecretMessage(o.cluster, taken.why) : undefined;
+  const plan = planDelivery(
+    o,
+    own,
+    bump?.to ?? generator,
+    files && !foreign ? { files, version: version! } : undefined,
+  );
   const privateSecret =
     opts.privateKey && planPrivateSecret(o.cluster, files || undefined, o.privateSecret, opts.privateKey);
-  return { ...plan, ...(bump ? { bump } : {}), ...(privateSecret ? { privateSecret } : {}) };
+  return {
+    ...plan,
+    ...(bump ? { bump } : {}),
+    ...(privateSecret ? { privateSecret } : {}),
+    ...(foreign ? { foreignPrivateSecret: foreign } : {}),
+  };
 }
 
 function privateFilesOf(o: Observation, own: ResolvedApp): PrivateFiles | undefined {
@@ -199,10 +219,18 @@ export function deliveryOutcome(
     failed: results.failed,
     ...(plan.tooLargeBytes !== undefined ? { tooLargeBytes: plan.tooLargeBytes } : {}),
     ...(plan.missingVolume.length > 0 ? { missingVolume: plan.missingVolume } : {}),
+    ...(plan.foreignPrivateSecret ? { foreignPrivateSecret: plan.foreignPrivateSecret } : {}),
   };
   const base = { regarding: clusterTarget(o.cluster), action: 'Deliver' };
-  const missing = missingVolumeEvent(plan.missingVolume, o);
-  const withMissing = (events: EventInput[]) => ({ delivery, events: missing ? [...events, missing] : events });
+  const once = [
+    onceEvent(
+      REASON_MISSING_VOLUME,
+      plan.missingVolume.length > 0 ? missingVolumeMessage(plan.missingVolume) : undefined,
+      o,
+    ),
+    onceEvent(REASON_FOREIGN_PRIVATE_SECRET, plan.foreignPrivateSecret, o),
+  ].filter((e): e is EventInput => e !== undefined);
+  const withMissing = (events: EventInput[]) => ({ delivery, events: [...events, ...once] });
   const written = `configmeta generator ${plan.generator} written to ${delivery.synced.length}/${o.members.length} member pods`;
   const failed = Object.keys(results.failed).sort();
   if (failed.length > 0) {
@@ -218,21 +246,15 @@ export function deliveryOutcome(
 }
 
 /**
- * The Warning naming the pods without a configmeta volume, only when stored status does not already say
- * the same: once per change of the set, and nothing again after a restart.
+ * A Warning that repeats what the ConfigMetaSynced condition will say (pods without a configmeta volume,
+ * a private Secret name someone else holds), only when stored status does not already say the same: once
+ * per change, and nothing again after a restart.
  */
-function missingVolumeEvent(pods: string[], o: Observation): EventInput | undefined {
-  if (pods.length === 0) return undefined;
-  const note = missingVolumeMessage(pods);
+function onceEvent(reason: string, note: string | undefined, o: Observation): EventInput | undefined {
+  if (note === undefined) return undefined;
   const stored = o.cluster.status?.conditions?.find((c) => c.type === CONDITION_CONFIGMETA_SYNCED);
-  if (stored?.reason === REASON_MISSING_VOLUME && stored.message === note) return undefined;
-  return {
-    regarding: clusterTarget(o.cluster),
-    type: 'Warning',
-    reason: REASON_MISSING_VOLUME,
-    action: 'Deliver',
-    note,
-  };
+  if (stored?.reason === reason && stored.message === note) return undefined;
+  return { regarding: clusterTarget(o.cluster), type: 'Warning', reason, action: 'Deliver', note };
 }
 
 /**

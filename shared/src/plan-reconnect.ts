@@ -15,6 +15,7 @@
  *  - success records the file's generator; failure keeps the old one, counts it and backs off.
  * A replaced pod (same name, new uid) starts from a new baseline, so old generators never run again.
  */
+import { HOOK_LOG_CHARS, hookOutputExcerpt } from './hook-output.js';
 import { setCondition, type ConditionInput } from './cluster-status.js';
 import { clusterTarget } from './connection-changes.js';
 import type { EventInput, EventTarget } from './k8s/event-recorder.js';
@@ -61,7 +62,9 @@ export type FileRead = { generator: number } | { error: string };
 
 /** How one hook run ended. */
 export type HookOutcome =
-  { ok: true } | { ok: false; exitCode?: number; timedOutMs?: number; error?: string; stderrTail?: string };
+  | { ok: true }
+  /** stderrTail: the end of the hook's stderr, already masked (hook-output.ts). */
+  | { ok: false; exitCode?: number; timedOutMs?: number; error?: string; stderrTail?: string };
 
 export interface HookResult {
   pod: string;
@@ -264,7 +267,9 @@ export function reconnectEvents(cluster: KDCluster, members: ReconnectMember[], 
         action: 'Reconnect',
         note: `${what} succeeded`,
       };
-    const tail = outcome.stderrTail ? `; stderr: ${outcome.stderrTail.slice(-TAIL_CHARS)}` : '';
+    const tail = outcome.stderrTail
+      ? `; end of stderr (connected Secret values masked; the last ${HOOK_LOG_CHARS} characters are in the reconciler's log line "reconnect hook ran"): ${hookOutputExcerpt(outcome.stderrTail, [])}`
+      : '';
     return {
       regarding,
       related,

@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { assembleDocument, parseSplice, renderSpliced } from '../src/configmeta-splice.js';
 import { ANNOTATION_CONFIGMETA_SPLICE, privateSectionKey, SPLICE_SECTIONS } from '../src/guestconfig-layout.js';
 import { membersOf } from '../src/members.js';
-import { planReconcile, type Observation } from '../src/plan-reconcile.js';
+import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan-reconcile.js';
+import { LABEL_PRIVATE_CONFIGMETA_OF } from '../src/plan-private-secret.js';
 import { resolveConnections } from '../src/resolve-connections.js';
 import { trimPod } from '../src/trim-object.js';
 import { ANNOTATION_CONFIGMETA } from '../src/types.js';
@@ -104,5 +105,52 @@ describe('the splice', () => {
     expect(String(parseSplice('1 v secrets 1 2 3'))).toMatch(/unknown section secrets/);
     expect(String(parseSplice('1 v connections 5 2 1'))).toMatch(/bad range/);
     expect(String(parseSplice('1 v connections 1 2 -1'))).toMatch(/bad length/);
+  });
+});
+
+describe("a Secret of the private Secret's name that someone else made", () => {
+  const foreign = (labels?: Record<string, string>) => ({
+    metadata: { name: 'kd-configmeta-private-notebook', namespace: NS, uid: 'uid-x', resourceVersion: '5', labels },
+  });
+
+  it('is never written, the pods get the document without a private half, and status and one Warning say why', async () => {
+    const o = { ...(await observe()), privateSecret: foreign() };
+    const plan = planReconcile(o, OPTS);
+    expect(plan.privateSecret).toBeUndefined();
+    expect(plan.foreignPrivateSecret).toContain(
+      `Secret ${NS}/kd-configmeta-private-notebook is not this kdcluster's private configmeta Secret (it has no label`,
+    );
+    // No splice: the sidecar joins nothing and installs no private file from that Secret.
+    const ops = plan.podWrites[0]!.ops;
+    const annotations = ops.find((op) => op.path === '/metadata/annotations') as { value: Record<string, string> };
+    expect(annotations.value[ANNOTATION_CONFIGMETA_SPLICE]).toBe('');
+    expect(JSON.stringify(ops)).not.toContain(Buffer.from(SECRET_PLAIN.token).toString('base64'));
+
+    const { delivery, events } = deliveryOutcome(plan, { written: [plan.podWrites[0]!.pod], failed: {} }, o);
+    expect(events.filter((e) => e.type === 'Warning')).toEqual([
+      expect.objectContaining({ reason: 'PrivateSecretNotOwned', note: plan.foreignPrivateSecret }),
+    ]);
+    const status = (
+      planStatus(o.cluster, o, undefined, delivery).find((op) => op.path === '/status') as {
+        value: { conditions: { type: string; status: string; reason: string }[] };
+      }
+    ).value;
+    expect(status.conditions.find((c) => c.type === 'ConfigMetaSynced')).toMatchObject({
+      status: 'False',
+      reason: 'PrivateSecretNotOwned',
+    });
+    expect(status.conditions.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False' });
+    expect(status.conditions.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True' });
+
+    // Status already says it (a retry, a restart): no second Warning.
+    const again = { ...o, cluster: { ...o.cluster, status: status as never } };
+    expect(deliveryOutcome(planReconcile(again, OPTS), { written: [], failed: {} }, again).events).toEqual([]);
+  });
+
+  it('one labelled for this cluster but not controlled by it is not ours either', async () => {
+    const o = { ...(await observe()), privateSecret: foreign({ [LABEL_PRIVATE_CONFIGMETA_OF]: 'notebook' }) };
+    const plan = planReconcile(o, OPTS);
+    expect(plan.privateSecret).toBeUndefined();
+    expect(plan.foreignPrivateSecret).toContain('not controlled by a KubeDirectorCluster');
   });
 });

@@ -112,26 +112,55 @@ describe('the sidecar program', () => {
     expect(readdirSync(out).sort()).toEqual(['.configmeta-generator', 'configmeta.json']);
   });
 
-  it('installs the private files root-only when the Secret has both keys, and removes them when it loses them', async () => {
-    const { src, priv, out } = dirs();
-    publish(src, { 'configmeta.json': '{}', generator: '1' });
-    start();
-    await until('document', () => read(join(out, 'configmeta.json')));
-    publish(priv, { 'priv_configmeta.json': '{"connections":{}}' });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(existsSync(join(out, '.priv_configmeta.json'))).toBe(false);
+  const V = 'c'.repeat(32);
+  const hasPrivate = () => existsSync(join(dirs().out, '.priv_configmeta.json'));
 
-    publish(priv, { 'priv_configmeta.json': '{"connections":{}}', 'platform.json': '{}' });
+  it('installs the private files root-only when the Secret has both keys of the version the document names', async () => {
+    const { src, priv, out } = dirs();
+    publish(src, { 'configmeta.json': '{}', generator: '1', splice: `1 ${V}` });
+    start({ KD_SECRET_DELIVERY: 'private-file' });
+    await until('document', () => read(join(out, 'configmeta.json')));
+    publish(priv, { 'priv_configmeta.json': '{"connections":{}}', version: V });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(hasPrivate()).toBe(false);
+
+    publish(priv, { 'priv_configmeta.json': '{"connections":{}}', 'platform.json': '{}', version: V });
     await until('private file', () => read(join(out, '.priv_configmeta.json')));
     expect(read(join(out, '.platform.json'))).toBe('{}');
     expect(mode(join(out, '.priv_configmeta.json'))).toBe(0o600);
     expect(mode(join(out, '.platform.json'))).toBe(0o600);
 
-    publish(priv, {});
+    // The document no longer names a private half (the cluster lost its Secret connection): removed.
+    publish(src, { 'configmeta.json': '{"v":2}', generator: '2' });
     await until('private files removed', () =>
-      existsSync(join(out, '.priv_configmeta.json')) || existsSync(join(out, '.platform.json')) ? undefined : true,
+      hasPrivate() || existsSync(join(out, '.platform.json')) ? undefined : true,
     );
-    expect(read(join(out, 'configmeta.json'))).toBe('{}');
+    await until('document 2', () => (read(join(out, 'configmeta.json')) === '{"v":2}' ? true : undefined));
+  });
+
+  it("never installs a Secret of another version, or one the document does not name (someone else's of that name)", async () => {
+    const { src, priv, out } = dirs();
+    const forged = { 'priv_configmeta.json': '{"forged":1}', 'platform.json': '{}' };
+    // A document without a private half, and a Secret of the private Secret's name with both keys.
+    publish(src, { 'configmeta.json': '{}', generator: '1' });
+    publish(priv, { ...forged, version: V });
+    start({ KD_SECRET_DELIVERY: 'private-file' });
+    await until('document', () => read(join(out, 'configmeta.json')));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(hasPrivate()).toBe(false);
+
+    // The document names a version the Secret does not carry: still nothing.
+    publish(src, { 'configmeta.json': '{}', generator: '2', splice: `1 ${'d'.repeat(32)}` });
+    await until('generator 2', () => (read(join(out, '.configmeta-generator')) === '2' ? true : undefined));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(hasPrivate()).toBe(false);
+
+    // Ours arrives with that version: installed, and a later Secret of another version does not replace it.
+    publish(priv, { 'priv_configmeta.json': '{"ours":1}', 'platform.json': '{}', version: 'd'.repeat(32) });
+    await until('private file', () => (read(join(out, '.priv_configmeta.json')) === '{"ours":1}' ? true : undefined));
+    publish(priv, { ...forged, version: V });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(read(join(out, '.priv_configmeta.json'))).toBe('{"ours":1}');
   });
 });
 

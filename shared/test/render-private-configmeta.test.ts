@@ -9,6 +9,8 @@ import {
   ANNOTATION_PRIVATE_CONTENT_MAC,
   planPrivateSecret,
   privateContentMac,
+  foreignPrivateSecretMessage,
+  privateSecretOwner,
   trimPrivateSecret,
 } from '../src/plan-private-secret.js';
 import { PLATFORM_DOCUMENT, renderPrivateSecretEntry } from '../src/render-private-configmeta.js';
@@ -120,6 +122,7 @@ describe('planning the private Secret', () => {
         namespace: 'ml',
         uid: 'uid-s',
         resourceVersion: '9',
+        labels: { 'kd-connections.hpe.com/private-configmeta-of': 'nb' },
         annotations: { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac, other: 'kept out' },
         ownerReferences: [{ uid: 'uid-nb', controller: true, kind: 'KubeDirectorCluster', name: 'nb' }],
         ...over,
@@ -178,10 +181,43 @@ describe('planning the private Secret', () => {
       resourceVersion: '9',
     });
     expect(planPrivateSecret(cluster, undefined, undefined, TEST_DIGEST_KEY)).toBeUndefined();
-    const foreign = cached({ ownerReferences: [{ uid: 'uid-old', controller: true }] });
-    expect(planPrivateSecret(cluster, files, foreign, TEST_DIGEST_KEY)).toMatchObject({
+    const earlier = cached({ ownerReferences: [{ uid: 'uid-old', controller: true, kind: 'KubeDirectorCluster' }] });
+    expect(privateSecretOwner(earlier, cluster)).toEqual({ owner: 'earlier-cluster' });
+    expect(planPrivateSecret(cluster, files, earlier, TEST_DIGEST_KEY)).toMatchObject({
       kind: 'delete',
       why: 'it belongs to an earlier cluster of the same name',
     });
+  });
+
+  it("someone else's Secret of that name is never patched or deleted, and says why it is not ours", () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ labels: undefined }, 'it has no label kd-connections.hpe.com/private-configmeta-of=nb'],
+      [
+        { labels: { 'kd-connections.hpe.com/private-configmeta-of': 'other' } },
+        'it has "other" as label kd-connections.hpe.com/private-configmeta-of=nb',
+      ],
+      [{ ownerReferences: [] }, 'it is not controlled by a KubeDirectorCluster (no controller owner reference)'],
+      [
+        { ownerReferences: [{ uid: 'uid-nb', controller: false, kind: 'KubeDirectorCluster' }] },
+        'it is not controlled by a KubeDirectorCluster (no controller owner reference)',
+      ],
+      [
+        { ownerReferences: [{ uid: 'uid-d', controller: true, kind: 'Deployment' }] },
+        'it is not controlled by a KubeDirectorCluster (no controller owner reference)',
+      ],
+    ];
+    for (const [over, why] of cases) {
+      const s = cached(over);
+      expect(privateSecretOwner(s, cluster)).toEqual({ owner: 'foreign', why });
+      // Not ours: no write whether the cluster needs a private Secret (other content) or not.
+      expect(planPrivateSecret(cluster, { ...files, configmeta: '{"x":1}' }, s, TEST_DIGEST_KEY)).toBeUndefined();
+      expect(planPrivateSecret(cluster, undefined, s, TEST_DIGEST_KEY)).toBeUndefined();
+    }
+    expect(privateSecretOwner(cached(), cluster)).toEqual({ owner: 'ours' });
+    expect(foreignPrivateSecretMessage(cluster, 'it has no label x')).toBe(
+      "Secret ml/kd-configmeta-private-nb is not this kdcluster's private configmeta Secret (it has no label x); " +
+        'kd-connections never uses or changes it, and the member pods get configmeta without Secret values ' +
+        'until it is deleted or renamed (then the reconciler creates its own)',
+    );
   });
 });

@@ -4,7 +4,8 @@
  * document configcli merges as root and the platform file it needs beside it. On the real control plane:
  * the Secret appears with the values and the owner reference, follows a value change with one guarded
  * patch, is not rewritten across a restart when nothing changed (audit log), goes away when the cluster
- * no longer connects a Secret; a user with view rights reads no value anywhere they can list. The pods
+ * no longer connects a Secret; a user with view rights reads no value anywhere they can list; a Secret of
+ * that name someone else made is never used or changed, and status and events name it. The pods
  * are created by the test (no node): the in-container check is the node test's business.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -230,5 +231,78 @@ describe('restart and removal', () => {
     await eventually('private Secret gone', async () => ((await privateSecret()) === undefined ? true : undefined));
     const w = reconcilerWrites(since).filter((e) => e.objectRef?.resource === 'secrets');
     expect(w.map((e) => [e.verb, e.objectRef?.name, e.responseStatus?.code])).toEqual([['delete', PRIVATE, 200]]);
+  });
+});
+
+describe("a Secret of the private Secret's name that someone else made", () => {
+  const SQUAT = 'kd-configmeta-private-sq';
+  const FORGED = 'forged-3b9e11';
+  const splice = async (pod: string) =>
+    ((await getJson(env, ['pod', pod])).metadata?.annotations ?? {})['kd-connections.hpe.com/configmeta-splice'] as
+      string | undefined;
+  const condition = async () => {
+    const c = await getJson(env, ['kdcluster', 'sq']);
+    return (c.status?.conditions ?? []).find((x: { type: string }) => x.type === 'ConfigMetaSynced') as
+      { status: string; reason: string; message: string } | undefined;
+  };
+
+  it('is never used or changed; ConfigMetaSynced and a Warning name it; the pods get no private half', async () => {
+    // Made first, without the reconciler's label or an owner: the reconciler's create meets a 409.
+    await apply(env, [
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: SQUAT },
+        stringData: { 'priv_configmeta.json': `{"token":"${FORGED}"}`, 'platform.json': '{}', version: 'x' },
+      },
+    ]);
+    const before = await getJson(env, ['secret', SQUAT]);
+    await apply(env, [kdCluster('sq', 'nb', { secrets: ['creds'] }), memberPod('sq-0', 'sq')]);
+    const c = await eventually('ConfigMetaSynced names the Secret', async () => {
+      const x = await condition();
+      return x?.reason === 'PrivateSecretNotOwned' ? x : undefined;
+    });
+    expect(c.status).toBe('False');
+    expect(c.message).toContain(`Secret ${env.namespace}/${SQUAT} is not this kdcluster's private configmeta Secret`);
+    expect(c.message).toContain('it has no label kd-connections.hpe.com/private-configmeta-of=sq');
+    const events = await kubectlOk(env, [
+      'get',
+      'events',
+      '--field-selector',
+      'reason=PrivateSecretNotOwned',
+      '-o',
+      'json',
+    ]);
+    expect(
+      JSON.parse(events).items.map((e: { involvedObject: { name: string }; type: string }) => [
+        e.type,
+        e.involvedObject.name,
+      ]),
+    ).toContainEqual(['Warning', 'sq']);
+    // The member got its document, without a private half (no version for the sidecar to join).
+    const doc = await eventually('sq-0 has configmeta', () => podConfigMeta(env, 'sq-0'));
+    expect(doc.doc.connections.secrets.creds[0]).toMatchObject({ data: { token: '' }, redacted: true });
+    expect(await splice('sq-0')).toBe('');
+    // Retries went on meanwhile (checked with backoff), and the Secret is as it was made.
+    await quiet();
+    const after = await getJson(env, ['secret', SQUAT]);
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(after.data).toEqual(before.data);
+    expect(after.metadata.ownerReferences).toBeUndefined();
+  });
+
+  it('once it is deleted, the reconciler creates its own and the pods name its version', async () => {
+    await kubectlOk(env, ['delete', 'secret', SQUAT]);
+    const own = await eventually('own private Secret', async () => {
+      const r = await env.kubectl(['get', 'secret', SQUAT, '-o', 'json']);
+      const s = r.code === 0 ? (JSON.parse(r.stdout) as PrivateSecret) : undefined;
+      return s?.metadata.ownerReferences?.length ? s : undefined;
+    });
+    expect(own.metadata.labels['kd-connections.hpe.com/private-configmeta-of']).toBe('sq');
+    const version = Buffer.from(own.data.version!, 'base64').toString();
+    await eventually('the pod names its version', async () =>
+      (await splice('sq-0'))?.split(' ')[1] === version ? true : undefined,
+    );
+    await eventually('ConfigMetaSynced True', async () => ((await condition())?.status === 'True' ? true : undefined));
   });
 });

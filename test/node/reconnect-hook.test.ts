@@ -4,7 +4,8 @@
  * sidecar) and runs the app's `/opt/guestconfig/<pkg>/startscript --reconnect` in the `app` container once
  * per new generator — not on the first delivery, never for a role without a config package. A failing
  * hook gives an event naming the pod and a condition, and is retried; a hanging one is abandoned at
- * --reconnect-timeout; with the flag off nothing runs.
+ * --reconnect-timeout, holds up no delivery meanwhile and is cut at shutdown; with the flag off nothing
+ * runs.
  *
  * The member pods get the real delivery: the running admission service's pod webhook injects the
  * kd-guestconfig native sidecar, which writes the file and the generator file the hook reads.
@@ -270,6 +271,37 @@ describe('the reconnect hook (startscript --reconnect) in running member pods', 
       250,
     );
     await eventually('the condition clears', async () => (await condition())?.status === 'True');
+  }, 180_000);
+
+  it('a hanging hook holds up neither delivery (one delivery worker) nor the reconciler’s shutdown', async () => {
+    // One delivery worker and a timeout far past the test's waits: were hooks run in the delivery workers
+    // (as before), the hanging hook would hold the only one, and no edit would be delivered for a minute.
+    const rec = await services.restartReconciler(['--reconnect-hook', '--reconnect-timeout=90s', '--concurrency=1']);
+    await inPod(CONTROLLER, 'app', 'touch /tmp/hang');
+    generator = await change('6', generator);
+    await eventually(
+      'the hook started (and hangs)',
+      async () => (await logLines(CONTROLLER, ATTEMPTS)).includes(`attempt --reconnect ${generator}`),
+      60_000,
+      100,
+    );
+    generator = await change('7', generator);
+    await eventually(
+      'the next generator reaches the file while the hook hangs',
+      async () => (await inPod(CONTROLLER, GUESTCONFIG_SIDECAR, `cat ${GEN_FILE}`)).stdout === String(generator),
+      30_000,
+      250,
+    );
+    expect(await rec.metric('kd_reconciler_reconnect_hooks_total', { result: 'timeout' })).toBe(0);
+    // SIGTERM while it still hangs: the hook is cut, not waited for (the chart's grace period is 30 s).
+    const t0 = Date.now();
+    const code = await rec.stop('SIGTERM', 60_000);
+    const took = Date.now() - t0;
+    expect(code).toBe(0);
+    console.log(`reconciler stopped ${took} ms after SIGTERM with a hook hanging`);
+    expect(took).toBeLessThan(15_000);
+    expect(rec.output()).toContain('reconnect pass cut short');
+    await inPod(CONTROLLER, 'app', 'rm -f /tmp/hang');
   }, 180_000);
 
   it('with the flag off nothing is exec’d: a new generator reaches the file, no hook runs', async () => {

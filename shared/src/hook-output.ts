@@ -1,0 +1,47 @@
+/**
+ * What of a hook's output may leave the member pod. Events are read by everyone with view rights in the
+ * namespace, more than may read the cluster's Secrets, and an app's startscript can print what it was
+ * given (a connected Secret's value, in plain text or base64, as configcli hands it out). So the
+ * excerpt is bounded, has no control characters (no terminal escapes, one line) and carries none of the
+ * values of the Secrets the cluster connects.
+ */
+
+/** Characters of a hook's stderr an event carries, at most (its end: where a failure is usually said). */
+export const HOOK_EXCERPT_CHARS = 256;
+/** Characters of it the reconciler's own log line carries, masked the same way. */
+export const HOOK_LOG_CHARS = 4096;
+/** Values shorter than this are not masked: they would blank ordinary words of the output. */
+export const MIN_MASKED_CHARS = 4;
+export const MASK = '[redacted]';
+
+/** Each value in the forms a configcli user can print it: as given, and base64 (configmeta's form). */
+function forms(values: Iterable<string>): string[] {
+  const out = new Set<string>();
+  for (const v of values) {
+    for (const f of [v, Buffer.from(v, 'utf8').toString('base64')]) if (f.length >= MIN_MASKED_CHARS) out.add(f);
+  }
+  // Longest first, so a value containing another is masked whole.
+  return [...out].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * The last `max` characters of `text`, with every form of every value in `secrets` replaced by MASK
+ * (before cutting, so a value the cut would halve is still masked whole) and control characters by a
+ * space.
+ */
+export function hookOutputExcerpt(text: string, secrets: Iterable<string>, max = HOOK_EXCERPT_CHARS): string {
+  let masked = text;
+  for (const f of forms(secrets)) {
+    masked = masked.split(f).join(MASK);
+    // The text is itself a tail: a value it starts in the middle of is masked too.
+    for (let k = f.length - 1; k >= MIN_MASKED_CHARS; k--) {
+      if (masked.startsWith(f.slice(-k))) {
+        masked = MASK + masked.slice(k);
+        break;
+      }
+    }
+  }
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
+  const clean = masked.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').trim();
+  return clean.length > max ? `…${clean.slice(-(max - 1))}` : clean;
+}
