@@ -23,6 +23,15 @@
  *   no failures       every operation got the answer it must get (0 failed admissions or writes)
  *   converged         every member pod holds its cluster's current configmeta within 60 s of the end
  *
+ * With --hostile, issue 27's hostile mix joins the same run (bounded, all on loopback): kdapp reviews at
+ * the body limit with megabyte version ranges and kdcluster reviews with 5,001 connections posted
+ * straight to the admission service (each must be refused, told busy or, for a 7 MB body, have its
+ * connection dropped), bursts of ten times the in-flight limit of reviews, a tenant's labelled and
+ * unreferenced ConfigMaps of 900 KiB created and deleted (at most 40 alive), and Secrets squatting the
+ * private Secret name of new kdclusters with a Secret connection (each must still be untouched when
+ * removed). The verdicts then also require both processes never to have restarted. (Hanging reconnect
+ * hooks need running containers: they are covered by test/node/reconnect-hook.test.ts, not here.)
+ *
  * Exit code 0 when all hold. Not part of `npm test`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -36,6 +45,7 @@ import { startControlPlane } from '../controlplane/controlplane.js';
 import { benchEnv } from '../bench/env.js';
 import { apply, configMap, getJson, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';
 import { mib, openFds, procStatus } from './admission-support.js';
+import { hugeRangeAppReview, manyConnectionsReview, post, type Timed } from './admission-load-support.js';
 import { sampleValue } from '../support/prometheus-text.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler } from '../support/services.js';
@@ -47,12 +57,13 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '10' },
     'sample-seconds': { type: 'string', default: '5' },
     out: { type: 'string' },
+    hostile: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   console.log(
-    'npm run soak -- [--minutes 15] [--rate 10 (operations/s)] [--sample-seconds 5] [--out test/reliability/results]',
+    'npm run soak -- [--minutes 15] [--rate 10 (operations/s)] [--sample-seconds 5] [--hostile] [--out test/reliability/results]',
   );
   process.exit(0);
 }
@@ -309,6 +320,7 @@ async function main(): Promise<number> {
         },
       ],
     ];
+    if (values.hostile) OPS.push(...hostileOps({ env, admission, api, ns, clusters }));
     const total = OPS.reduce((s, o) => s + o[1], 0);
     const choose = () => {
       let r = Math.random() * total;
@@ -395,11 +407,21 @@ async function main(): Promise<number> {
         detail: finalState.ok ? `all ${CLUSTERS * 2} pods current ${convergedS} s after the end` : finalState.detail,
       },
       { name: 'no error-level log lines', pass: errorLogs.length === 0, detail: `${errorLogs.length}` },
+      ...(values.hostile
+        ? [
+            {
+              name: 'no restart of either service',
+              pass: !admission.exited && !reconciler.exited,
+              detail: `admission pid ${admission.pid} ${admission.exited ? 'exited' : 'running'}, reconciler pid ${reconciler.child.pid} ${reconciler.exited ? 'exited' : 'running'}`,
+            },
+          ]
+        : []),
     ];
     const report = {
       startedAt: startedAt.toISOString(),
       machine: { cores: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadBefore: samples[0]?.load1 },
       parameters: {
+        hostile: values.hostile,
         minutes: MINUTES,
         rate: RATE,
         sampleSeconds: SAMPLE_MS / 1000,
@@ -426,6 +448,126 @@ async function main(): Promise<number> {
   } finally {
     for (const stop of stops) await stop().catch(() => undefined);
   }
+}
+
+/**
+ * The hostile operations (issue 27 items 1–3, 5, 7), mixed in with the ordinary ones at low weights: each
+ * "succeeds" when the services answer as they must, and fails the run otherwise.
+ */
+function hostileOps(o: {
+  env: Awaited<ReturnType<typeof benchEnv>>;
+  admission: Awaited<ReturnType<typeof startAdmission>>;
+  api: KubeClient;
+  ns: string;
+  clusters: string[];
+}): [string, number, () => Promise<void>][] {
+  const { env, admission, api, ns } = o;
+  const ca = env.info.webhookCaPem;
+  let seq = 0;
+  const outcome = (a: Timed) =>
+    a.status === 200 && a.response
+      ? a.response.allowed
+        ? 'allowed'
+        : `denied: ${a.response.status?.message ?? ''}`
+      : a.status === 429
+        ? 'busy'
+        : a.status === 0
+          ? 'reset'
+          : `${a.status} ${a.text.slice(0, 120)}`;
+  const expectOutcome = (a: Timed, ok: RegExp, what: string) => {
+    const got = outcome(a);
+    if (!ok.test(got)) throw new Error(`${what}: answered ${JSON.stringify(got.slice(0, 160))}`);
+  };
+  const floods: string[] = [];
+  const squats: string[] = [];
+  const squatData = { 'priv_configmeta.json': Buffer.from('{"forged":1}').toString('base64') };
+  return [
+    [
+      'hostile: kdapp review at the body limit, megabyte version ranges',
+      2,
+      async () => {
+        const a = await post(
+          admission.port,
+          '/validate-kdapp',
+          hugeRangeAppReview(ns, seq++, 7 * 1024 * 1024 - 4096),
+          ca,
+          false,
+          true,
+        );
+        expectOutcome(a, /^(denied: .*at most 128|busy|reset)/s, 'huge kdapp review');
+      },
+    ],
+    [
+      'hostile: kdcluster review with 5,001 connections',
+      2,
+      async () => {
+        const a = await post(
+          admission.port,
+          '/validate-kdcluster',
+          manyConnectionsReview(ns, `wide-${seq++}`, 'soak-app', { configmaps: 5001 }),
+          ca,
+        );
+        expectOutcome(a, /^(denied: .*has 5001 entries; at most 100|busy)/s, '5,001 connections');
+      },
+    ],
+    [
+      'hostile: 40 reviews at once (1 MiB, 100 missing ConfigMaps each)',
+      1,
+      async () => {
+        const n = seq++;
+        const all = await Promise.all(
+          Array.from({ length: 40 }, (_, i) =>
+            post(
+              admission.port,
+              '/validate-kdcluster',
+              manyConnectionsReview(ns, `burst-${n}-${i}`, 'soak-app', { configmaps: 100 }, 1024 * 1024),
+              ca,
+              false,
+              true,
+            ),
+          ),
+        );
+        for (const a of all) expectOutcome(a, /^(denied|busy|reset)/s, 'burst review');
+      },
+    ],
+    [
+      "hostile: a tenant's labelled, unreferenced ConfigMap of 900 KiB",
+      3,
+      async () => {
+        const name = `flood-${seq++}`;
+        await api.request('POST', `/api/v1/namespaces/${ns}/configmaps`, {
+          body: {
+            ...configMap(name, { blob: 'x'.repeat(900 * 1024) }),
+            metadata: { name, labels: { 'kubedirector.hpe.com/cmType': 'flood' } },
+          },
+        });
+        floods.push(name);
+        if (floods.length > 40) await api.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/${floods.shift()}`);
+      },
+    ],
+    [
+      "hostile: a Secret squatting a new kdcluster's private Secret name",
+      1,
+      async () => {
+        const c = `squat-${seq++}`;
+        const name = `kd-configmeta-private-${c}`;
+        await api.request('POST', `/api/v1/namespaces/${ns}/secrets`, {
+          body: { apiVersion: 'v1', kind: 'Secret', metadata: { name }, data: squatData },
+        });
+        await api.request('POST', `/apis/kubedirector.hpe.com/v1beta1/namespaces/${ns}/kubedirectorclusters`, {
+          body: kdCluster(c, 'soak-app', { secrets: ['soak-secret'] }),
+        });
+        squats.push(c);
+        if (squats.length <= 3) return;
+        const old = squats.shift()!;
+        const s = await api.request<any>('GET', `/api/v1/namespaces/${ns}/secrets/kd-configmeta-private-${old}`);
+        if (s.metadata.ownerReferences || JSON.stringify(s.data) !== JSON.stringify(squatData))
+          throw new Error(`the squatting Secret of ${old} was changed: ${JSON.stringify(s.metadata.ownerReferences)}`);
+        await api.request('DELETE', `/apis/kubedirector.hpe.com/v1beta1/namespaces/${ns}/kubedirectorclusters/${old}`);
+        await api.request('DELETE', `/api/v1/namespaces/${ns}/secrets/kd-configmeta-private-${old}`);
+      },
+    ],
+  ];
 }
 
 async function converged(
@@ -470,7 +612,7 @@ function markdown(r: any): string {
   return [
     `# Soak ${r.startedAt}`,
     '',
-    `${r.pass ? '**PASS**' : '**FAIL**'} — ${r.parameters.minutes} min at ${r.parameters.rate} operations/s through the API server ` +
+    `${r.pass ? '**PASS**' : '**FAIL**'} — ${r.parameters.hostile ? 'with the hostile mix, ' : ''}${r.parameters.minutes} min at ${r.parameters.rate} operations/s through the API server ` +
       `(${r.operations.total} operations, ${r.operations.perSecond}/s achieved), both services, ` +
       `${r.parameters.clusters} clusters / ${r.parameters.configmaps} ConfigMaps / ${r.parameters.pods} member pods. ` +
       `Machine: ${r.machine.cores} cores (${r.machine.cpu}), Node ${r.machine.node}; shared with other work, so ` +
