@@ -301,8 +301,17 @@ describe('the reconnect hook (startscript --reconnect) in running member pods', 
     console.log(`reconciler stopped ${took} ms after SIGTERM with a hook hanging`);
     expect(took).toBeLessThan(15_000);
     expect(rec.output()).toContain('reconnect pass cut short');
+    // The cut hook was never recorded: the next leader runs it (at least once).
     await inPod(CONTROLLER, 'app', 'rm -f /tmp/hang');
-  }, 180_000);
+    await services.restartReconciler(HOOK_FLAGS);
+    await eventually(
+      'the next reconciler runs the hook for the generator the file holds',
+      async () => (await logLines(CONTROLLER)).includes(`--reconnect ${generator}`),
+      60_000,
+      250,
+    );
+    await eventually('recorded', async () => (await reconnectState(CONTROLLER))?.generator === generator);
+  }, 240_000);
 
   it('with the flag off nothing is exec’d: a new generator reaches the file, no hook runs', async () => {
     const rec = await services.restartReconciler();

@@ -8,7 +8,9 @@
  * document, and an event says what went wrong.
  */
 import { describe, expect, it, jest } from '@jest/globals';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_SPLICE,
@@ -24,6 +26,8 @@ import { importImages, nodeMemberPod, useDeliveryServices, waitPodReady } from '
 jest.setTimeout(300_000);
 
 const env = useTestEnv();
+/** The figures file and the oversized patch (too large for a command line). */
+const scratch = mkdtempSync(join(tmpdir(), 'kd-secret-values-'));
 const POD = 'sv-controller-0';
 const VALUE_1 = 'pw-assembled-first-7d1e';
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
@@ -106,7 +110,7 @@ describe('connected Secret values in the container (document mode)', () => {
     }
     const sorted = [...times].sort((a, b) => a - b);
     const figures = { edits: times.length, p50Ms: sorted[Math.floor(sorted.length / 2)], maxMs: sorted.at(-1), times };
-    writeFileSync('/tmp/kd-delivery/secret-edit-visible.json', JSON.stringify(figures));
+    writeFileSync(join(scratch, 'secret-edit-visible.json'), JSON.stringify(figures));
     console.log(`Secret edit → configcli (root and app) visible: ${JSON.stringify(figures)}`);
     expect(times).toHaveLength(10);
   });
@@ -129,7 +133,7 @@ describe('connected Secret values in the container (document mode)', () => {
     const before = await containerDoc();
     const big = Buffer.alloc(600 * 1024, 0x61);
     // Too large for a command line: the patch goes through a file.
-    const patchFile = '/tmp/kd-delivery/big-secret-patch.json';
+    const patchFile = join(scratch, 'big-secret-patch.json');
     writeFileSync(patchFile, JSON.stringify({ data: { token: big.toString('base64') } }));
     await kubectlOk(env, ['patch', 'secret', 'sv-creds', '--type=merge', '--patch-file', patchFile]);
     const ev = await eventually(
