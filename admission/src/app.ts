@@ -113,15 +113,19 @@ function text(res: ServerResponse, status: number, body: string): void {
 
 /**
  * Sends the whole answer at once but ends the response only after the unread body was read and
- * dropped (bounded, see discardRest), as Go's lingering close does. A connection that closes after this
- * answer (the client sent `Connection: close`) with unread data would send a TCP reset, and a client
- * still writing its body would get EPIPE instead of reading the answer; a kept-alive one is not
- * reused before its body is gone anyway.
+ * dropped (bounded, see discardRest), as Go's lingering close does: a connection closed with unread data
+ * sends a TCP reset, and a client still writing its body would get EPIPE instead of reading the answer.
  */
 function answerThenDrain(req: IncomingMessage, res: ServerResponse, status: number, body: string): void {
   if (req.complete) return text(res, status, body);
   const bytes = Buffer.from(body + '\n', 'utf8');
-  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': bytes.length });
+  // Closed after the answer even when kept alive: what the drain leaves unread (past its bounds) must
+  // not be parsed as the next request, nor wait for the client's timeout.
+  res.writeHead(status, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': bytes.length,
+    Connection: 'close',
+  });
   res.write(bytes);
   void discardRest(req).then(() => res.end());
 }
@@ -148,11 +152,8 @@ async function serveReview(
     opts.metrics.observe(webhook.name, 'unknown', result, seconds());
     // The reason code, never the message: a JSON parser message quotes the body.
     opts.log.warn('review refused', { webhook: webhook.name, status, reason });
-    if (req.complete) return text(res, status, message);
-    // An unread or half-read body cannot be skipped on a kept-alive connection: close it after
-    // answering, and drop the rest first so that the client gets to read the answer.
-    res.setHeader('Connection', 'close');
-    void discardRest(req).then(() => text(res, status, message));
+    // An unread or half-read body cannot be skipped on a kept-alive connection: closed after the answer.
+    answerThenDrain(req, res, status, message);
   };
 
   const early = precheck(req, limit);

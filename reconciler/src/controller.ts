@@ -431,7 +431,8 @@ export class Controller {
       world: this.caches.world(),
       systemNamespace: this.cfg.systemNamespace,
       timeoutMs: this.cfg.reconnectTimeoutMs,
-      concurrency: this.cfg.reconnectConcurrency,
+      // One cluster's members (hanging hooks included) take at most half the slots: others still get theirs.
+      concurrency: Math.max(1, Math.floor(this.cfg.reconnectConcurrency / 2)),
       signal,
       check: term.check,
       patchClusterStatus: writes.patchClusterStatus,

@@ -24,9 +24,15 @@ export class Expectations {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** A write to `objectKey` produced `resourceVersion`. */
+  /**
+   * A write to `objectKey` produced `resourceVersion`. Two passes may write one object (delivery and the
+   * reconnect record): an answer arriving after a later write's never lowers what is expected.
+   */
   expect(objectKey: string, resourceVersion: string | undefined): void {
-    if (resourceVersion) this.pending.set(objectKey, { rv: resourceVersion, until: this.now() + this.ttlMs });
+    if (!resourceVersion) return;
+    const p = this.pending.get(objectKey);
+    const rv = p && rvAtLeast(p.rv, resourceVersion) ? p.rv : resourceVersion;
+    this.pending.set(objectKey, { rv, until: this.now() + this.ttlMs });
   }
 
   /** The cache now holds `resourceVersion` of `objectKey` (or the object is gone: pass undefined). */

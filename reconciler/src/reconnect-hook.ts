@@ -11,6 +11,7 @@
  * every exec and its end cuts the streams in flight.
  */
 import { PassThrough, Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import type { Exec, KubeConfig, V1Status } from '@kubernetes/client-node';
 import type { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 import {
@@ -68,11 +69,12 @@ export interface PodExec {
 
 const KEEP_CHARS = 4096;
 
-/** A sink keeping the last KEEP_CHARS characters written to it. */
+/** A sink keeping the last KEEP_CHARS characters written to it (a character split across chunks kept whole). */
 class TailSink extends Writable {
   text = '';
+  private readonly decoder = new StringDecoder('utf8');
   override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.text = (this.text + chunk.toString('utf8')).slice(-KEEP_CHARS);
+    this.text = (this.text + this.decoder.write(chunk)).slice(-KEEP_CHARS);
     done();
   }
 }
@@ -260,13 +262,16 @@ async function readGenerator(d: ReconnectDeps, namespace: string, pod: string): 
   return { error: r.error ?? `cat ${file} exited ${r.exitCode}: ${r.stderr.trim().slice(-200)}` };
 }
 
-/** The values of the Secrets the cluster connects (decoded), which no hook output may carry out of the pod. */
+/**
+ * The values of the Secrets the cluster connects, which no hook output may carry out of the pod: decoded,
+ * and as stored (base64 of the exact bytes, what configmeta carries, also for a value that is not UTF-8).
+ */
 async function connectedSecretValues(cluster: KDCluster, world: World): Promise<string[]> {
   const namespace = cluster.metadata.namespace ?? '';
   const values: string[] = [];
   for (const name of cluster.spec?.connections?.secrets ?? []) {
     const s = typeof name === 'string' ? await world.getSecret(namespace, name) : undefined;
-    for (const v of Object.values(s?.data ?? {})) values.push(Buffer.from(v, 'base64').toString('utf8'));
+    for (const v of Object.values(s?.data ?? {})) values.push(Buffer.from(v, 'base64').toString('utf8'), v);
   }
   return values;
 }

@@ -55,4 +55,14 @@ describe('rvAtLeast', () => {
     e.observe('pod:ns/a', '45');
     expect(e.waitFor(['pod:ns/a'])).toBe(0);
   });
+
+  it('an answer that arrives after a later write of the same object does not lower what is expected', () => {
+    const e = new Expectations();
+    e.expect('kdcluster:ns/a', '11'); // the reconnect record's patch answered first
+    e.expect('kdcluster:ns/a', '10'); // then the delivery pass's, written before it
+    e.observe('kdcluster:ns/a', '10');
+    expect(e.waitFor(['kdcluster:ns/a'])).toBeGreaterThan(0);
+    e.observe('kdcluster:ns/a', '11');
+    expect(e.waitFor(['kdcluster:ns/a'])).toBe(0);
+  });
 });

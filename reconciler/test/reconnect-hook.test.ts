@@ -139,6 +139,23 @@ describe('reconnectPass', () => {
     expect(note).not.toMatch(/[\u0000-\u001f]/);
   });
 
+  it('a value that is not UTF-8 is masked as stored (the base64 configmeta carries)', async () => {
+    const s = setup({ exitCode: 1, stdout: '', stderr: '' });
+    const binary = Buffer.from([0xff, 0xfe, 0x00, 0x81, 0x41, 0x42]).toString('base64');
+    const world = s.deps.world as MemoryWorld;
+    world.addSecret({ ...secret('creds', 'scm', {}, { withValues: true }), keys: ['der'], data: { der: binary } });
+    const exec = s.deps.exec;
+    s.deps.exec = {
+      run: async (...a) => {
+        const r = await exec.run(...a);
+        return a[2] === 'app' ? { ...r, stderr: `key: ${binary}\n` } : r;
+      },
+    };
+    await reconnectPass(s.c, s.deps);
+    expect(s.events[0]!.note).not.toContain(binary);
+    expect(s.events[0]!.note).toContain('key: [redacted]');
+  });
+
   it('a status write refused because the delivery pass wrote meanwhile is made again on a fresh read, never by running the hooks again', async () => {
     const twice = setup({ exitCode: 0, stdout: '', stderr: '' }, { conflicts: 2 });
     expect(await reconnectPass(twice.c, twice.deps)).toEqual({});

@@ -142,11 +142,11 @@ if [ -n "$tools" ] && mkfifo "$tools/.tick" 2>/dev/null && exec 3<>"$tools/.tick
 fi
 work="$root/.kd-assembled"
 
-# install_private: the private files of the Secret's current update when the document's splice item names its
-# version; none when the document has no private half; the last ones while the two disagree.
+# install_private: the private files of the Secret's current update when the splice item of the document
+# update $d names its version; none when that document has no private half; the last ones while the two
+# disagree.
 install_private() {
   p=$(readlink "$priv/..data" 2>/dev/null) || p=
-  d=$(readlink "$src/..data" 2>/dev/null) || d=
   want=
   [ -z "$d" ] || [ ! -s "$src/$d/${SOURCE_SPLICE_ITEM}" ] || want=$(cut -d' ' -f2 "$src/$d/${SOURCE_SPLICE_ITEM}")
   if [ -z "$want" ]; then
@@ -173,9 +173,14 @@ while :; do
     pchanged=1
     lastp=$(readlink "$priv/..data" 2>/dev/null) || lastp=
   fi
-  if [ -n "$pchanged" ] || changed "$src" "$last"; then install_private; fi
-  if changed "$src" "$last" || { [ -n "$waiting" ] && [ -n "$pchanged" ]; }; then
+  schanged=
+  if changed "$src" "$last"; then schanged=1; fi
+  # One read of the document's link per round: the private files and the document follow the same update.
+  if [ -n "$pchanged" ] || [ -n "$schanged" ]; then
     d=$(readlink "$src/..data" 2>/dev/null) || d=
+    install_private
+  fi
+  if [ -n "$schanged" ] || { [ -n "$waiting" ] && [ -n "$pchanged" ]; }; then
     doc="$src/$d/${CONFIGMETA_FILE}"
     gen="$src/$d/${SOURCE_GENERATOR_ITEM}"
     spl="$src/$d/${SOURCE_SPLICE_ITEM}"

@@ -14,11 +14,26 @@ export const HOOK_LOG_CHARS = 4096;
 export const MIN_MASKED_CHARS = 4;
 export const MASK = '[redacted]';
 
-/** Each value in the forms a configcli user can print it: as given, and base64 (configmeta's form). */
+/** The `base64` command's line length: longer encodings are printed wrapped. */
+const BASE64_LINE = 76;
+
+/**
+ * Each value in the forms a startscript is likely to print it: as given, without a trailing newline, and
+ * base64 (configmeta's form) whole and as the `base64` command wraps it. A value inside a larger
+ * encoding (`user:pass` encoded together) cannot be recognised.
+ */
 function forms(values: Iterable<string>): string[] {
   const out = new Set<string>();
+  const add = (f: string) => {
+    if (f.length >= MIN_MASKED_CHARS) out.add(f);
+  };
   for (const v of values) {
-    for (const f of [v, Buffer.from(v, 'utf8').toString('base64')]) if (f.length >= MIN_MASKED_CHARS) out.add(f);
+    for (const plain of [v, v.replace(/\r?\n$/, '')]) {
+      add(plain);
+      const b64 = Buffer.from(plain, 'utf8').toString('base64');
+      add(b64);
+      for (let i = 0; b64.length > BASE64_LINE && i < b64.length; i += BASE64_LINE) add(b64.slice(i, i + BASE64_LINE));
+    }
   }
   // Longest first, so a value containing another is masked whole.
   return [...out].sort((a, b) => b.length - a.length);

@@ -154,9 +154,10 @@ export function privateSecretOwner(
   const controller = (existing.metadata.ownerReferences ?? []).find((r) => r.controller);
   const name = cluster.metadata.name ?? '';
   const label = existing.metadata.labels?.[LABEL_PRIVATE_CONFIGMETA_OF];
+  if (label === undefined) return { owner: 'foreign', why: `it has no label ${LABEL_PRIVATE_CONFIGMETA_OF}=${name}` };
   if (label !== name) {
-    const has = label === undefined ? 'has no label' : `has ${JSON.stringify(label)} as label`;
-    return { owner: 'foreign', why: `it ${has} ${LABEL_PRIVATE_CONFIGMETA_OF}=${name}` };
+    const why = `its label ${LABEL_PRIVATE_CONFIGMETA_OF} is ${JSON.stringify(label)}, not ${JSON.stringify(name)}`;
+    return { owner: 'foreign', why };
   }
   if (controller?.kind !== 'KubeDirectorCluster')
     return { owner: 'foreign', why: 'it is not controlled by a KubeDirectorCluster (no controller owner reference)' };

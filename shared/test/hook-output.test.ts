@@ -29,4 +29,15 @@ describe('hookOutputExcerpt', () => {
     const cut = hookOutputExcerpt(`${value}${'y'.repeat(HOOK_EXCERPT_CHARS - 5)}`, [value]);
     expect(cut).not.toContain('v');
   });
+
+  it('masks a value printed without its trailing newline, and base64 as the base64 command wraps it', () => {
+    const value = 'k'.repeat(70) + '\n';
+    const b64wrapped = Buffer.from('k'.repeat(70))
+      .toString('base64')
+      .replace(/(.{76})/g, '$1\n');
+    const out = hookOutputExcerpt(`plain ${'k'.repeat(70)} wrapped ${b64wrapped}`, [value], 10_000);
+    expect(out).not.toContain('kkkk');
+    expect(out).not.toMatch(/a2tr/);
+    expect(out).toContain(`plain ${MASK} wrapped ${MASK}`);
+  });
 });

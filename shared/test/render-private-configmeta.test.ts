@@ -194,7 +194,7 @@ describe('planning the private Secret', () => {
       [{ labels: undefined }, 'it has no label kd-connections.hpe.com/private-configmeta-of=nb'],
       [
         { labels: { 'kd-connections.hpe.com/private-configmeta-of': 'other' } },
-        'it has "other" as label kd-connections.hpe.com/private-configmeta-of=nb',
+        'its label kd-connections.hpe.com/private-configmeta-of is "other", not "nb"',
       ],
       [{ ownerReferences: [] }, 'it is not controlled by a KubeDirectorCluster (no controller owner reference)'],
       [

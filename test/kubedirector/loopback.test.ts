@@ -3,7 +3,8 @@
  * cluster-scoped and share names with the project's), stays on loopback: checked FIRST, before it
  * ever starts, by a guard the API server enforces, then on the running operator — its webhook
  * configuration, its listeners, and every socket it or the API server opens while KubeDirector
- * registers and serves its webhook.
+ * registers and serves its webhook. Then kd-connections' services in their default mode, started next
+ * to the running operator, refuse to act and say why.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import {
   type KubeDirectorProcess,
 } from '../support/kubedirector-operator.js';
 import { eventually, ok } from '../support/processes.js';
+import { startAdmission, startReconciler } from '../support/services.js';
 import { isLoopback, samplePeers } from '../support/socket-peers.js';
 
 const env = useDedicatedControlPlane();
@@ -155,4 +157,27 @@ describe('KubeDirector on loopback', () => {
     expect(seen.some((s) => s.startsWith(`${kd!.pid} `))).toBe(true);
     expect(seen.filter((s) => !isLoopback(s.split(' ')[1]!))).toEqual([]);
   });
+});
+
+describe("kd-connections' default mode next to the running operator", () => {
+  test('admission and the reconciler both refuse to act, saying what they found and what to set', async () => {
+    const found =
+      /is not acting: KubeDirector's operator is installed \(the API serves kubedirectorconfigs\.kubedirector\.hpe\.com/;
+    const admission = await startAdmission(env, [`--system-namespace=${env.namespace}`]);
+    try {
+      const line = admission.logs().find((l) => l.reason === 'KubeDirectorFound');
+      expect(line?.msg).toMatch(found);
+      expect(line?.msg).toContain('set kubedirector.enabled=true');
+    } finally {
+      await admission.stop();
+    }
+    const reconciler = await startReconciler(env);
+    try {
+      const line = await reconciler.waitForLog((l) => l.reason === 'KubeDirectorFound', 30_000);
+      expect(line.msg).toMatch(found);
+      expect(reconciler.logs().some((l) => /leading|lease acquired|caches synced/i.test(String(l.msg)))).toBe(false);
+    } finally {
+      await reconciler.stop();
+    }
+  }, 120_000);
 });
