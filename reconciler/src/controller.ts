@@ -377,7 +377,7 @@ export class Controller {
       events: {
         record: (e) => {
           term.check();
-          if (!signal.aborted) this.events.record(e);
+          if (!signal.aborted) this.events.record(e, term.client);
         },
       },
       ...(this.caches.privateSecrets
@@ -424,7 +424,7 @@ export class Controller {
     const writes = this.writes(term);
     const record = (e: EventInput) => {
       term.check();
-      if (!signal.aborted) this.events.record(e);
+      if (!signal.aborted) this.events.record(e, term.client);
     };
     const next = await reconnectPass(cluster, {
       exec: this.hookExec,

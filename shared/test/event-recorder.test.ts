@@ -59,3 +59,24 @@ describe('EventRecorder.admit', () => {
     expect(r.admit(event('cm-0'), 10_001)).toBe(true);
   });
 });
+
+describe('EventRecorder.record', () => {
+  it("posts with the client it is given (a leader's term-scoped one) instead of its own", async () => {
+    const posted: string[] = [];
+    const client = (name: string) =>
+      ({
+        request: async (method: string, path: string) => {
+          posted.push(`${name} ${method} ${path}`);
+          return {};
+        },
+      }) as unknown as KubeClient;
+    const r = new EventRecorder({ client: client('own'), controller: 'test', instance: 'test', log: silentLogger });
+    r.record(event('a', 'one'));
+    r.record(event('a', 'two'), client('term'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(posted).toEqual([
+      'own POST /apis/events.k8s.io/v1/namespaces/ml/events',
+      'term POST /apis/events.k8s.io/v1/namespaces/ml/events',
+    ]);
+  });
+});

@@ -2,7 +2,8 @@
  * /etc/guestconfig in real containers, through the pod webhook's kd-guestconfig sidecar: the image's own
  * files stay visible and the directory writable, the document is there before the app starts (also for a
  * pod created before its annotation exists, and for an image without a shell), ConfigMap edits and the
- * private Secret reach the directory, and opt-out and an existing mount are respected.
+ * cluster's own private Secret reach the directory (never a Secret of that name someone else made), and
+ * opt-out and an existing mount are respected.
  */
 import { describe, expect, it } from '@jest/globals';
 import { privateConfigMetaSecretName } from '@kd-connections/shared';
@@ -17,7 +18,16 @@ import {
 } from '../images/app-images.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { useTestEnv } from '../support/cluster.js';
-import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, podConfigMeta } from '../support/kd-objects.js';
+import {
+  apply,
+  configMap,
+  getJson,
+  kdApp,
+  kdCluster,
+  kubectlOk,
+  podConfigMeta,
+  secret as secretObject,
+} from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
 import {
   importImages,
@@ -29,6 +39,7 @@ import {
 
 const env = useTestEnv();
 const FILE = '/etc/guestconfig/configmeta.json';
+const TOKEN = 'vault-token-5e1d';
 
 useDeliveryServices(env, (node) => importImages(node, [guestconfigAppImage(), noShellImage()]));
 
@@ -108,35 +119,53 @@ describe('the kd-guestconfig sidecar on a real node', () => {
     );
   });
 
-  it('delivers the private files root-only while the private Secret has its keys, and removes them after', async () => {
-    await apply(env, [kdApp('vault-app'), kdCluster('vault', 'vault-app'), pod('vault-controller-0', 'vault')]);
-    await waitPodReady(env, 'vault-controller-0');
-    // No Secret yet: optional, so the pod runs without the files.
-    expect(await exec('vault-controller-0', 'ls -A /etc/guestconfig')).not.toContain('.priv_configmeta.json');
+  it("delivers the cluster's private files root-only, never those of a Secret of that name someone else made, and removes them with the connection", async () => {
     const secret = privateConfigMetaSecretName('vault');
+    const listFiles = () =>
+      exec(
+        'vault-controller-0',
+        'stat -c "%a %u %n" /etc/guestconfig/.priv_configmeta.json /etc/guestconfig/.platform.json 2>/dev/null || true',
+      );
+    // Made before the cluster, by someone else: it has both keys, and even a version.
     await apply(env, [
       {
         apiVersion: 'v1',
         kind: 'Secret',
         metadata: { name: secret },
-        stringData: { 'priv_configmeta.json': '{"connections":{"secrets":{}}}', 'platform.json': '{}' },
+        stringData: { 'priv_configmeta.json': '{"forged":1}', 'platform.json': '{}', version: 'forged' },
       },
+      kdApp('vault-app'),
+      secretObject('vault-creds', { token: TOKEN }),
+      kdCluster('vault', 'vault-app', { secrets: ['vault-creds'] }),
+      pod('vault-controller-0', 'vault'),
     ]);
+    await waitPodReady(env, 'vault-controller-0');
+    await eventually('status names the Secret someone else made', async () => {
+      const c = await getJson(env, ['kdcluster', 'vault']);
+      const synced = (c.status?.conditions ?? []).find((x: Obj) => x.type === 'ConfigMetaSynced');
+      return synced?.reason === 'PrivateSecretNotOwned' ? true : undefined;
+    });
+    await eventually('the document without a private half', async () =>
+      (await exec('vault-controller-0', `cat ${FILE} 2>/dev/null || true`)).includes('"redacted":true')
+        ? true
+        : undefined,
+    );
+    expect(await listFiles()).toBe('');
+
+    // Gone: the reconciler makes its own, and its files arrive, root-only.
+    await kubectlOk(env, ['delete', 'secret', secret]);
     const listing = await eventually(
       'the private files in the container',
       async () => {
-        const out = await exec(
-          'vault-controller-0',
-          'stat -c "%a %u %n" /etc/guestconfig/.priv_configmeta.json /etc/guestconfig/.platform.json 2>/dev/null || true',
-        );
+        const out = await listFiles();
         return out.split('\n').filter(Boolean).length === 2 ? out : undefined;
       },
       90_000,
       500,
     );
     expect(listing).toBe('600 0 /etc/guestconfig/.priv_configmeta.json\n600 0 /etc/guestconfig/.platform.json\n');
-    expect(await exec('vault-controller-0', 'cat /etc/guestconfig/.priv_configmeta.json')).toBe(
-      '{"connections":{"secrets":{}}}',
+    expect(await exec('vault-controller-0', 'cat /etc/guestconfig/.priv_configmeta.json')).toContain(
+      Buffer.from(TOKEN).toString('base64'),
     );
     // A non-root process in the app container cannot read it.
     const asNobody = await env.kubectl([
@@ -155,13 +184,14 @@ describe('the kd-guestconfig sidecar on a real node', () => {
     expect(asNobody.code).not.toBe(0);
     expect(asNobody.stderr).toContain('Permission denied');
 
+    // The Secret connection removed: the document names no private half, and the files go.
     await kubectlOk(env, [
       'patch',
-      'secret',
-      secret,
+      'kdcluster',
+      'vault',
       '--type=json',
       '-p',
-      '[{"op":"remove","path":"/data/priv_configmeta.json"}]',
+      '[{"op":"remove","path":"/spec/connections/secrets"}]',
     ]);
     await eventually(
       'the private files removed',
@@ -173,7 +203,7 @@ describe('the kd-guestconfig sidecar on a real node', () => {
       500,
     );
     expect(await exec('vault-controller-0', `test -s ${FILE} && echo present`)).toBe('present\n');
-  });
+  }, 240_000);
 
   it('gives an image without a shell the file before its program starts', async () => {
     await apply(env, [

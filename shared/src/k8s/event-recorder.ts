@@ -115,7 +115,12 @@ export class EventRecorder {
     return true;
   }
 
-  record(e: EventInput): void {
+  /**
+   * Posts `e` unless the budget says no. `client` replaces the recorder's own for this post: a leader
+   * passes its term-scoped client, so an event recorded just before its term ended is not sent after
+   * (the scope's guard runs right before the request goes out, not when it is recorded).
+   */
+  record(e: EventInput, client: KubeClient = this.o.client): void {
     if (!this.admit(e)) return;
     const ns = e.regarding.namespace ?? 'default';
     const ref = (t: EventTarget) => ({
@@ -140,7 +145,7 @@ export class EventRecorder {
       regarding: ref(e.regarding),
       ...(e.related ? { related: ref(e.related) } : {}),
     };
-    this.o.client
+    client
       .request('POST', `/apis/events.k8s.io/v1/namespaces/${ns}/events`, { body })
       .then(() => this.o.onWrite?.(true))
       .catch((err: unknown) => {
