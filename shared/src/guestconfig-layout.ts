@@ -12,7 +12,8 @@
  *    is hidden and the directory stays writable;
  *  - the optional per-cluster private Secret (volume `kd-configmeta-private`, mounted only in the sidecar
  *    at SIDECAR_PRIVATE_DIR) becomes /etc/guestconfig/.priv_configmeta.json and .platform.json, readable
- *    by root only (configcli merges them when it runs as root);
+ *    by root only (configcli merges them when it runs as root), when its version is the one the pod's
+ *    splice annotation names;
  *  - after each swap the sidecar writes the delivered generator to GENERATOR_FILE.
  */
 export const GUESTCONFIG_DIR = '/etc/guestconfig';
