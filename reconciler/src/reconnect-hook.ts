@@ -361,7 +361,7 @@ export async function reconnectPass(cluster: KDCluster, d: ReconnectDeps): Promi
     outcome: await runHook(d, namespace, pod, secrets),
   }));
   const record = recordReconnectResults(reads.record, results, now);
-  for (const e of reconnectEvents(cluster, members, results)) d.events.record(e);
+  for (const e of reconnectEvents(cluster, members, results, record)) d.events.record(e);
   for (const r of results) {
     const stderr = r.outcome.ok ? undefined : r.outcome.stderrTail;
     log[r.outcome.ok ? 'info' : 'warn']('reconnect hook ran', {

@@ -42,6 +42,11 @@ export const FILE_RECHECK_MS = 1000;
 /** Retry of a failed hook: base · 2^(failures-1), capped. */
 export const RECONNECT_BACKOFF_BASE_MS = 1000;
 export const RECONNECT_BACKOFF_MAX_MS = 5 * 60_000;
+/**
+ * Attempts of one member's hook for one generator (1 + 2 + … + 64 s = 127 s of backoff between them). After the
+ * last the member is left alone — condition and event say so — until a newer generator reaches it.
+ */
+export const RECONNECT_MAX_ATTEMPTS = 8;
 const TAIL_CHARS = 256;
 const LISTED_PODS = 10;
 
@@ -135,6 +140,7 @@ export function planReconnectReads(
     }
     record[m.pod] = prev;
     if (!m.ready || m.delivered === undefined || m.delivered <= prev.generator) continue;
+    if (gaveUpOn(prev, m.delivered)) continue;
     if (retryInMs(prev, now) === 0) read.push(m.pod);
   }
   return { record, read: read.sort() };
@@ -178,7 +184,7 @@ export function nextReconnectCheckMs(
   for (const m of members) {
     const e = record[m.pod];
     if (!e || e.uid !== m.uid || !m.ready || unreadable.has(m.pod)) continue;
-    if (m.delivered === undefined || m.delivered <= e.generator) continue;
+    if (m.delivered === undefined || m.delivered <= e.generator || gaveUpOn(e, m.delivered)) continue;
     const ms = retryInMs(e, now) || FILE_RECHECK_MS;
     next = Math.min(next ?? ms, ms);
   }
@@ -220,6 +226,16 @@ function failing(e: MemberReconnect): boolean {
   return e.failedGenerator !== undefined && e.failedGenerator > e.generator;
 }
 
+/** Whether the hook failed RECONNECT_MAX_ATTEMPTS times for the newest generator `delivered` can bring. */
+function gaveUp(e: MemberReconnect): boolean {
+  return failing(e) && (e.failures ?? 0) >= RECONNECT_MAX_ATTEMPTS;
+}
+
+/** Given up, and nothing newer than the generator it gave up on was delivered since. */
+function gaveUpOn(e: MemberReconnect, delivered: number): boolean {
+  return gaveUp(e) && delivered <= e.failedGenerator!;
+}
+
 /** The condition naming the members whose hook fails (first ten, then a count). */
 export function reconnectCondition(record: MemberReconnects, generation: number | undefined): ConditionInput {
   const bad = Object.keys(record)
@@ -233,7 +249,8 @@ export function reconnectCondition(record: MemberReconnects, generation: number 
     .slice(0, LISTED_PODS)
     .map((p) => {
       const e = record[p]!;
-      return `${p} (generator ${e.failedGenerator}: ${e.message ?? 'failed'}, ${e.failures ?? 1} attempt(s))`;
+      const end = gaveUp(e) ? ', given up until the next change' : '';
+      return `${p} (generator ${e.failedGenerator}: ${e.message ?? 'failed'}, ${e.failures ?? 1} attempt(s)${end})`;
     })
     .join(', ');
   const more = bad.length > LISTED_PODS ? ` and ${bad.length - LISTED_PODS} more` : '';
@@ -241,12 +258,20 @@ export function reconnectCondition(record: MemberReconnects, generation: number 
     ...base,
     status: 'False',
     reason: REASON_RECONNECT_FAILED,
-    message: `${RECONNECT_STARTSCRIPT} --reconnect failed in ${bad.length} member pod(s): ${listed}${more}; retried with backoff`,
+    message: `${RECONNECT_STARTSCRIPT} --reconnect failed in ${bad.length} member pod(s): ${listed}${more}; retried with backoff, at most ${RECONNECT_MAX_ATTEMPTS} attempts per change`,
   };
 }
 
-/** One event per hook run, regarding the pod, related to the cluster; failures carry the output's tail. */
-export function reconnectEvents(cluster: KDCluster, members: ReconnectMember[], results: HookResult[]): EventInput[] {
+/**
+ * One event per hook run, regarding the pod, related to the cluster; failures carry the output's tail,
+ * and the last attempt says it was the last (`record`: the state after these results).
+ */
+export function reconnectEvents(
+  cluster: KDCluster,
+  members: ReconnectMember[],
+  results: HookResult[],
+  record: MemberReconnects = {},
+): EventInput[] {
   const related = clusterTarget(cluster);
   const uid = new Map(members.map((m) => [m.pod, m.uid]));
   return results.map(({ pod, generator, outcome }) => {
@@ -276,9 +301,15 @@ export function reconnectEvents(cluster: KDCluster, members: ReconnectMember[], 
       type: 'Warning',
       reason: REASON_RECONNECT_FAILED,
       action: 'Reconnect',
-      note: `${what} failed: ${describeFailure(outcome)}${tail}`,
+      note: `${what} failed: ${describeFailure(outcome)}${last(record[pod])}${tail}`,
     };
   });
+}
+
+function last(e: MemberReconnect | undefined): string {
+  return e && gaveUp(e)
+    ? `; that was attempt ${e.failures} of ${RECONNECT_MAX_ATTEMPTS}: given up until a newer configmeta generator reaches the pod`
+    : '';
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   rolesWithConfigPackage,
   RECONNECT_BACKOFF_BASE_MS,
   RECONNECT_BACKOFF_MAX_MS,
+  RECONNECT_MAX_ATTEMPTS,
   type FileRead,
   type HookOutcome,
   type MemberReconnects,
@@ -136,6 +137,37 @@ describe('when the reconnect hook runs', () => {
     const ok = pass(members, second.record, { 'a-0': 4 }, () => ({ ok: true }), evenLater);
     expect(ok.record['a-0']).toEqual({ uid: 'uid-a-0', generator: 4 });
     expect(reconnectCondition(ok.record, 1)).toMatchObject({ status: 'True', reason: 'NoFailures' });
+  });
+
+  it(`gives up after ${RECONNECT_MAX_ATTEMPTS} attempts for one change: not read, no timer, the condition and the last event say so; a newer generator tries again`, () => {
+    const members = [member('a-0', 4)];
+    let record: MemberReconnects = { 'a-0': { uid: 'uid-a-0', generator: 3 } };
+    let now = NOW;
+    let lastPass: ReturnType<typeof pass> | undefined;
+    for (let i = 1; i <= RECONNECT_MAX_ATTEMPTS; i++) {
+      lastPass = pass(members, record, { 'a-0': 4 }, () => ({ ok: false, exitCode: 9 }), now);
+      expect(lastPass.runs.run).toEqual([{ pod: 'a-0', generator: 4 }]);
+      record = lastPass.record;
+      now = new Date(now.getTime() + retryInMs(record['a-0']!, now));
+    }
+    expect(record['a-0']).toMatchObject({ failedGenerator: 4, failures: RECONNECT_MAX_ATTEMPTS });
+    const [lastEvent] = reconnectEvents(cluster('c', 'a'), members, lastPass!.results, record);
+    expect(lastEvent!.note).toContain(
+      `exit code 9; that was attempt ${RECONNECT_MAX_ATTEMPTS} of ${RECONNECT_MAX_ATTEMPTS}: given up until a newer configmeta generator reaches the pod`,
+    );
+    const far = new Date(now.getTime() + 24 * 3600_000);
+    expect(pass(members, record, { 'a-0': 4 }, undefined, far).reads.read).toEqual([]);
+    expect(nextReconnectCheckMs(members, record, new Set(), far)).toBeUndefined();
+    expect(reconnectCondition(record, 1).message).toContain(
+      `a-0 (generator 4: exit code 9, ${RECONNECT_MAX_ATTEMPTS} attempt(s), given up until the next change)`,
+    );
+    // An earlier attempt's event does not say it was the last.
+    const early = { 'a-0': { ...record['a-0']!, failures: 1 } };
+    expect(reconnectEvents(cluster('c', 'a'), members, lastPass!.results, early)[0]!.note).not.toContain('given up');
+    // The next change is tried afresh.
+    const next = pass([member('a-0', 5)], record, { 'a-0': 5 }, () => ({ ok: true }), far);
+    expect(next.runs.run).toEqual([{ pod: 'a-0', generator: 5 }]);
+    expect(next.record['a-0']).toEqual({ uid: 'uid-a-0', generator: 5 });
   });
 
   it('backoff is capped', () => {
