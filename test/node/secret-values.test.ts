@@ -7,8 +7,8 @@
  * not UTF-8, a connected Secret deleted, the private Secret made too large — never a partial or mixed
  * document, and an event says what went wrong.
  */
-import { describe, expect, it, jest } from '@jest/globals';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, it, jest } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -28,6 +28,7 @@ jest.setTimeout(300_000);
 const env = useTestEnv();
 /** The figures file and the oversized patch (too large for a command line). */
 const scratch = mkdtempSync(join(tmpdir(), 'kd-secret-values-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const POD = 'sv-controller-0';
 const VALUE_1 = 'pw-assembled-first-7d1e';
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');

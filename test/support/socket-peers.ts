@@ -10,6 +10,16 @@ import { decodeProcAddress } from '../controlplane/listening-sockets.js';
 const LISTEN = '0A';
 
 export function peerAddresses(pid: number): string[] {
+  return [...new Set(connections(pid).map((c) => c.remote))].sort();
+}
+
+/** How many of the process's connections (any state but LISTEN) have `port` as their local port: inbound ones. */
+export function inboundConnections(pid: number, port: number): number {
+  return connections(pid).filter((c) => c.local.endsWith(`:${port}`)).length;
+}
+
+/** The process's TCP sockets in any state but LISTEN, as local and remote address. */
+function connections(pid: number): { local: string; remote: string }[] {
   const inodes = new Set<string>();
   let fds: string[];
   try {
@@ -25,7 +35,7 @@ export function peerAddresses(pid: number): string[] {
       // closed between the listing and the readlink
     }
   }
-  const out = new Set<string>();
+  const out: { local: string; remote: string }[] = [];
   for (const table of ['tcp', 'tcp6']) {
     let rows: string[];
     try {
@@ -35,10 +45,11 @@ export function peerAddresses(pid: number): string[] {
     }
     for (const row of rows) {
       const f = row.trim().split(/\s+/);
-      if (f[3] !== LISTEN && inodes.has(f[9]!)) out.add(decodeProcAddress(f[2]!));
+      if (f[3] !== LISTEN && inodes.has(f[9]!))
+        out.push({ local: decodeProcAddress(f[1]!), remote: decodeProcAddress(f[2]!) });
     }
   }
-  return [...out].sort();
+  return out;
 }
 
 /** 127.0.0.0/8, ::1 and IPv4-mapped loopback. */
