@@ -12,7 +12,6 @@ import {
   CONDITION_READY,
   EventRecorder,
   errorMessage,
-  errorStatus,
   isConflict,
   KDCLUSTER_PLURAL,
   LABEL_KDCLUSTER,
@@ -386,10 +385,9 @@ export class Controller {
               get: (ns: string, name: string) => this.caches.privateSecrets?.get(ns, name),
               key: () => this.caches.key,
               fetch: async (ns: string, name: string) => {
-                const meta = await liveRead<{ metadata?: Record<string, unknown> }>(
-                  term,
+                const meta = await term.client.getIfExists<{ metadata?: Record<string, unknown> }>(
                   `/api/v1/namespaces/${ns}/secrets/${name}`,
-                  ACCEPT_META,
+                  { accept: ACCEPT_META },
                 );
                 return meta && trimPrivateSecret(meta);
               },
@@ -437,22 +435,12 @@ export class Controller {
       check: term.check,
       patchClusterStatus: writes.patchClusterStatus,
       readCluster: (ns, name) =>
-        liveRead<KDCluster>(term, `/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`),
+        term.client.getIfExists<KDCluster>(`/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`),
       events: { record },
       onHook: (result) => this.metrics.reconnectHooks.inc({ result }),
       log: this.log,
     });
     if (next.requeueAfterMs !== undefined) return { requeueAfterMs: next.requeueAfterMs };
-  }
-}
-
-/** A GET through the term's client, for what the caches cannot show; undefined when it does not exist. */
-async function liveRead<T>(term: Term, path: string, accept?: string): Promise<T | undefined> {
-  try {
-    return await term.client.request<T>('GET', path, accept ? { accept } : {});
-  } catch (e) {
-    if (errorStatus(e) === 404) return undefined;
-    throw e;
   }
 }
 

@@ -30,6 +30,7 @@ import {
   APP_KIND,
   hugeRangeAppReview,
   manyConnectionsReview,
+  outcome,
   percentile,
   pool,
   post,
@@ -275,16 +276,6 @@ describe('3. concurrency: ten times the in-flight limit at once', () => {
     }
   }, 300_000);
 });
-
-/** "allowed", "denied: <message>", "busy" (429 with a sentence), or what else came back. */
-function outcome(a: Timed): string {
-  if (a.status === 200 && a.response) {
-    return a.response.allowed ? 'allowed' : `denied: ${a.response.status?.message ?? ''}`;
-  }
-  if (a.status === 429 && /busy/.test(a.text)) return 'busy';
-  if (a.status === 0 && a.text.startsWith('reset: ')) return 'reset';
-  return `${a.status} ${a.text.slice(0, 200)}`;
-}
 
 function countBy(xs: string[]): Record<string, number> {
   const out: Record<string, number> = {};

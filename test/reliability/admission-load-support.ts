@@ -220,3 +220,13 @@ export async function pool<T>(count: number, concurrency: number, task: (i: numb
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
   return out;
 }
+
+/** "allowed", "denied: <message>", "busy" (429 with a sentence), "reset", or what else came back. */
+export function outcome(a: Timed): string {
+  if (a.status === 200 && a.response) {
+    return a.response.allowed ? 'allowed' : `denied: ${a.response.status?.message ?? ''}`;
+  }
+  if (a.status === 429 && /busy/.test(a.text)) return 'busy';
+  if (a.status === 0 && a.text.startsWith('reset: ')) return 'reset';
+  return `${a.status} ${a.text.slice(0, 200)}`;
+}

@@ -45,7 +45,7 @@ import { startControlPlane } from '../controlplane/controlplane.js';
 import { benchEnv } from '../bench/env.js';
 import { apply, configMap, getJson, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';
 import { mib, openFds, procStatus } from './admission-support.js';
-import { hugeRangeAppReview, manyConnectionsReview, post, type Timed } from './admission-load-support.js';
+import { hugeRangeAppReview, manyConnectionsReview, outcome, post, type Timed } from './admission-load-support.js';
 import { sampleValue } from '../support/prometheus-text.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler } from '../support/services.js';
@@ -464,16 +464,6 @@ function hostileOps(o: {
   const { env, admission, api, ns } = o;
   const ca = env.info.webhookCaPem;
   let seq = 0;
-  const outcome = (a: Timed) =>
-    a.status === 200 && a.response
-      ? a.response.allowed
-        ? 'allowed'
-        : `denied: ${a.response.status?.message ?? ''}`
-      : a.status === 429
-        ? 'busy'
-        : a.status === 0
-          ? 'reset'
-          : `${a.status} ${a.text.slice(0, 120)}`;
   const expectOutcome = (a: Timed, ok: RegExp, what: string) => {
     const got = outcome(a);
     if (!ok.test(got)) throw new Error(`${what}: answered ${JSON.stringify(got.slice(0, 160))}`);

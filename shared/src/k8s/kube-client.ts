@@ -140,6 +140,16 @@ export class KubeClient {
     return this.request<T>('GET', path, opts);
   }
 
+  /** Like get, but undefined when the object does not exist (404). */
+  async getIfExists<T>(path: string, opts: RequestOptions = {}): Promise<T | undefined> {
+    try {
+      return await this.get<T>(path, opts);
+    } catch (e) {
+      if (errorStatus(e) === 404) return undefined;
+      throw e;
+    }
+  }
+
   /**
    * Any JSON request. `body` is serialized with `contentType` (application/json by default; JSON Patch
    * writes pass application/json-patch+json). Non-2xx answers become KubeApiError.

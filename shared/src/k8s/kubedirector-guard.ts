@@ -12,7 +12,7 @@ import {
   type ApiObservation,
 } from '../kubedirector-presence.js';
 import type { EventRecorder, EventTarget } from './event-recorder.js';
-import { KubeApiError, type KubeClient } from './kube-client.js';
+import type { KubeClient } from './kube-client.js';
 
 export interface KubeDirectorGuardOptions {
   client: KubeClient;
@@ -46,21 +46,14 @@ export function guardEventTarget(env: NodeJS.ProcessEnv = process.env): EventTar
   };
 }
 
-async function getOrUndefined<T>(client: KubeClient, path: string): Promise<T | undefined> {
-  try {
-    return await client.get<T>(path, { timeoutMs: 10_000 });
-  } catch (e) {
-    if (e instanceof KubeApiError && e.status === 404) return undefined;
-    throw e;
-  }
-}
-
 /** Reads what the guard judges. */
 export async function observeKubeDirectorApi(client: KubeClient): Promise<ApiObservation> {
-  const group = await getOrUndefined<{ resources?: { name?: string }[] }>(client, GROUP_PATH);
+  const group = await client.getIfExists<{ resources?: { name?: string }[] }>(GROUP_PATH, { timeoutMs: 10_000 });
   const resources = group ? (group.resources ?? []).map((r) => String(r.name)) : undefined;
   if (!resources?.includes('kubedirectorclusters')) return { resources, clusterSchema: undefined };
-  const doc = await getOrUndefined<{ components?: { schemas?: Record<string, unknown> } }>(client, OPENAPI_PATH);
+  const doc = await client.getIfExists<{ components?: { schemas?: Record<string, unknown> } }>(OPENAPI_PATH, {
+    timeoutMs: 10_000,
+  });
   return { resources, clusterSchema: doc?.components?.schemas?.[KDCLUSTER_OPENAPI_COMPONENT] };
 }
 
