@@ -11,6 +11,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { routeBehindToken } from '@kd-connections/certs';
 import { errorMessage, type Logger } from '@kd-connections/shared';
 import { parseAdmissionReview, type AdmissionReview } from './admission-review.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';
@@ -41,6 +42,11 @@ export interface AppOptions {
   limiter?: ReviewLimiter;
   /** Longest a review may take, waiting included (lowered below the API server's ?timeout=); absent: none. */
   reviewDeadlineMs?: number;
+  /**
+   * Set: reviews are served only at `/t/<one of these>/<webhook path>` (webhook-path-token.ts in certs)
+   * and the bare webhook paths are unknown. Absent: the bare paths.
+   */
+  pathTokens?: () => readonly string[];
 }
 
 export function createApp(opts: AppOptions): RequestListener {
@@ -69,7 +75,8 @@ export function createApp(opts: AppOptions): RequestListener {
     res.end(await opts.metrics.registry.metrics());
   });
 
-  for (const webhook of opts.webhooks) {
+  // Behind a path token only the fast path below serves reviews: Express never sees a webhook's path.
+  for (const webhook of opts.pathTokens ? [] : opts.webhooks) {
     app.post(webhook.path, (req, res) => serveReview(webhook, req, res, opts, limit, draining));
     app.all(webhook.path, (req, res) => {
       res.setHeader('Allow', 'POST');
@@ -82,16 +89,24 @@ export function createApp(opts: AppOptions): RequestListener {
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => unhandled(err, res, opts));
 
   const byPath = new Map(opts.webhooks.map((w) => [w.path, w]));
+  const tokens = opts.pathTokens;
   return (req, res) => {
     if (req.method === 'POST') {
       const url = req.url ?? '';
       const q = url.indexOf('?');
       // The API server calls exactly the configured URL, plus ?timeout=Ns.
-      const webhook = byPath.get(q < 0 ? url : url.slice(0, q));
+      const path = q < 0 ? url : url.slice(0, q);
+      const route = tokens ? routeBehindToken(path, tokens()) : path;
+      const webhook = route === undefined ? undefined : byPath.get(route);
       if (webhook) {
         if (draining()) res.setHeader('Connection', 'close');
         serveReview(webhook, req, res, opts, limit, draining).catch((err: unknown) => unhandled(err, res, opts));
         return;
+      }
+      if (tokens) {
+        // No body is read: a caller without the token learns nothing but that this path is not served.
+        opts.metrics.pathRefused.inc();
+        return answerThenDrain(req, res, 404, 'no webhook at this path');
       }
     }
     app(req, res);

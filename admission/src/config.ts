@@ -51,6 +51,8 @@ export interface AdmissionConfig {
   extraIpAddresses: string[];
   /** Webhook configurations whose caBundle bootstrap mode keeps current. */
   webhookConfigurations: WebhookConfigurationRef[];
+  /** Bootstrap: serve reviews only behind a secret path token, and publish it as the webhooks' paths. */
+  webhookPathToken: boolean;
   servingCertLifetimeMs: number;
   caLifetimeMs: number;
   /** Longest wait for a request's headers (Node's headersTimeout); above the 90 s+ keep-alive by default. */
@@ -196,6 +198,12 @@ export const ADMISSION_FLAGS = {
     type: 'list',
     env: 'KD_ADMISSION_WEBHOOK_CONFIGURATIONS',
     help: 'bootstrap: comma-separated validating/NAME and mutating/NAME whose caBundle is kept current',
+  },
+  'webhook-path-token': {
+    type: 'bool',
+    env: 'KD_ADMISSION_WEBHOOK_PATH_TOKEN',
+    default: false,
+    help: 'bootstrap: keep a secret token in the TLS Secret, set every webhook path of --webhook-configurations to /t/<token>/<webhook>, and answer reviews only there',
   },
   'serving-cert-lifetime': {
     type: 'duration',
@@ -383,6 +391,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
       );
     }
   }
+  const webhookPathToken = f['webhook-path-token'];
+  if (webhookPathToken && (tlsMode !== 'bootstrap' || hooks.length === 0)) {
+    throw new ConfigError(
+      '--webhook-path-token needs --tls-mode=bootstrap and --webhook-configurations (the service publishes the paths)',
+    );
+  }
   const headersTimeoutMs = f['headers-timeout'];
   const requestTimeoutMs = f['request-timeout'];
   if (headersTimeoutMs > requestTimeoutMs) {
@@ -420,6 +434,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     extraDnsNames: f['extra-dns-names'],
     extraIpAddresses,
     webhookConfigurations: hooks,
+    webhookPathToken,
     servingCertLifetimeMs,
     caLifetimeMs,
     headersTimeoutMs,

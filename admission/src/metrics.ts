@@ -28,6 +28,7 @@ export class AdmissionMetrics {
   readonly inFlight: Gauge;
   readonly queued: Gauge;
   readonly refusedBusy: Counter<'webhook' | 'reason'>;
+  readonly pathRefused: Counter;
 
   constructor(
     opts: {
@@ -132,6 +133,11 @@ export class AdmissionMetrics {
       name: 'kd_admission_reviews_refused_busy_total',
       help: 'Reviews answered 429 without a decision: the queue was full, or no turn came within the deadline',
       labelNames: ['webhook', 'reason'],
+      registers,
+    });
+    this.pathRefused = new Counter({
+      name: 'kd_admission_reviews_refused_path_total',
+      help: 'POSTs answered 404 without reading the body: not at a webhook path behind a current path token',
       registers,
     });
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });

@@ -83,7 +83,16 @@ export function bootstrapSource(config: AdmissionConfig, kubeConfig: KubeConnect
     caLifetimeMs: config.caLifetimeMs,
     log: log.child({ source: 'tls-bootstrap' }),
     identity,
+    ...(config.webhookPathToken ? { pathTokenRoutes: webhookRoute } : {}),
   });
+}
+
+const ROUTES = new Set(WEBHOOKS.map((w) => w.path));
+
+/** A webhook's route from its name in the chart's configurations: "validate-kdcluster.<domain>" → "/validate-kdcluster". */
+function webhookRoute(webhookName: string): string | undefined {
+  const route = `/${webhookName.split('.')[0]}`;
+  return ROUTES.has(route) ? route : undefined;
 }
 
 /** The client CA bundle, read once at start; a missing or certificate-less file stops the start. */
@@ -174,6 +183,7 @@ export class AdmissionService implements CertificateSink {
       draining: () => this.server.draining,
       limiter,
       reviewDeadlineMs: config.reviewDeadlineMs,
+      ...(config.webhookPathToken ? { pathTokens: () => this.source.pathTokens?.() ?? [] } : {}),
     });
     this.server = new AdmissionServer({
       app,

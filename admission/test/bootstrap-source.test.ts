@@ -4,7 +4,15 @@
  * each test drives reconcile() itself, and simulates the other replica by writing to the fake.
  */
 import { describe, expect, it } from '@jest/globals';
-import { createCA, createServingCert, inspectCertificate, isIssuedBy, splitPemBlocks } from '@kd-connections/certs';
+import {
+  createCA,
+  createServingCert,
+  inspectCertificate,
+  isIssuedBy,
+  newPathToken,
+  PATH_TOKEN_KEY,
+  splitPemBlocks,
+} from '@kd-connections/certs';
 import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared';
 import { BootstrapCertificateSource } from '../src/tls/bootstrap-certificate-source.js';
 import { generateCertificates } from '../src/tls/certificate-generator.js';
@@ -25,7 +33,9 @@ class FakeApi {
   secret: SecretObject | undefined;
   config = {
     metadata: { name: 'hooks', resourceVersion: '1' },
-    webhooks: [{ name: 'a.example.com', clientConfig: { url: 'https://127.0.0.1:1/a' } as { caBundle?: string } }],
+    webhooks: [
+      { name: 'a.example.com', clientConfig: { url: 'https://127.0.0.1:1/a' } as { caBundle?: string; url?: string } },
+    ],
   };
   calls: Call[] = [];
   events: EventInput[] = [];
@@ -84,8 +94,10 @@ class FakeApi {
       const rv = ops.find((o) => o.op === 'test' && o.path === '/metadata/resourceVersion');
       if (rv && rv.value !== this.secret.metadata.resourceVersion) throw testFailed();
       if (this.secret.immutable) throw fail(422, 'data: Forbidden: field is immutable when `immutable` is set');
-      for (const o of ops)
+      for (const o of ops) {
         if (o.op === 'add' && o.path === '/data') this.secret.data = o.value as Record<string, string>;
+        else if (o.op === 'add' && o.path.startsWith('/data/')) this.secret.data![o.path.slice(6)] = o.value as string;
+      }
       this.secret.metadata.resourceVersion = String(++this.rv);
       return this.secret;
     }
@@ -99,7 +111,8 @@ class FakeApi {
         if (actual !== o.value) throw testFailed();
       }
       for (const o of ops.filter((x) => x.op === 'add')) {
-        this.config.webhooks[Number(o.path.split('/')[2])]!.clientConfig.caBundle = o.value as string;
+        const field = o.path.split('/')[4] as 'caBundle' | 'url';
+        this.config.webhooks[Number(o.path.split('/')[2])]!.clientConfig[field] = o.value as string;
       }
       this.config.metadata.resourceVersion = String(++this.rv);
       return this.config;
@@ -131,7 +144,10 @@ class Sink {
 const BITS = 1024;
 const fp = (pem: string) => inspectCertificate(pem).fingerprint256;
 
-function source(api: FakeApi, over: { servingLifetimeMs?: number; now?: () => Date } = {}) {
+function source(
+  api: FakeApi,
+  over: { servingLifetimeMs?: number; now?: () => Date; routes?: (name: string) => string | undefined } = {},
+) {
   return new BootstrapCertificateSource({
     client: api.client(),
     secretNamespace: NS,
@@ -148,6 +164,7 @@ function source(api: FakeApi, over: { servingLifetimeMs?: number; now?: () => Da
     watch: false,
     keyBits: BITS,
     ...(over.now ? { now: over.now } : {}),
+    ...(over.routes ? { pathTokenRoutes: over.routes } : {}),
   });
 }
 
@@ -279,5 +296,86 @@ describe('BootstrapCertificateSource', () => {
     src.stop();
     expect(api.bundle()).toEqual([fp(api.secretPem('ca.crt'))]);
     expect(api.secretWrites()).toHaveLength(1);
+  });
+
+  describe('with a webhook path token', () => {
+    const routes = (name: string) => (name === 'a.example.com' ? '/a' : undefined);
+    const tokenIn = (api: FakeApi) => Buffer.from(api.secret?.data?.[PATH_TOKEN_KEY] ?? '', 'base64').toString();
+
+    it('keeps a token in the Secret, accepts it, and points the webhook at it', async () => {
+      const api = new FakeApi();
+      const src = source(api, { routes });
+      expect(src.pathTokens()).toEqual([]);
+      await src.start(new Sink());
+      src.stop();
+      const token = tokenIn(api);
+      expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(src.pathTokens()).toEqual([token]);
+      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${token}/a`);
+      expect(src.notReadyReasons()).toEqual([]);
+    });
+
+    it('a renewal carries the token over; a second replica uses the same one and writes nothing', async () => {
+      let now = new Date();
+      const api = new FakeApi();
+      const first = source(api, { routes, servingLifetimeMs: 60_000, now: () => now });
+      await first.start(new Sink());
+      const token = tokenIn(api);
+      const writes = api.secretWrites().length;
+      const second = source(api, { routes, servingLifetimeMs: 60_000, now: () => now });
+      await second.start(new Sink());
+      expect(second.pathTokens()).toEqual([token]);
+      expect(api.secretWrites()).toHaveLength(writes);
+      now = new Date(now.getTime() + 45_000);
+      await first.reconcile();
+      first.stop();
+      second.stop();
+      expect(api.secretWrites().length).toBeGreaterThan(writes);
+      expect(tokenIn(api)).toBe(token);
+      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${token}/a`);
+    });
+
+    it('adds a token to a Secret of an older version in one write, and puts a reset path back', async () => {
+      const api = new FakeApi();
+      api.secret = otherReplicasSecret();
+      const src = source(api, { routes });
+      await src.start(new Sink());
+      expect(api.secretWrites().map((c) => c.method)).toEqual(['PATCH']);
+      const token = tokenIn(api);
+      expect(src.pathTokens()).toEqual([token]);
+      api.config.webhooks[0]!.clientConfig.url = 'https://127.0.0.1:1/a';
+      await src.reconcile();
+      src.stop();
+      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${token}/a`);
+      expect(api.secretWrites()).toHaveLength(1);
+    });
+
+    it('a Secret recreated with a new token: the new one first, the old still accepted', async () => {
+      const api = new FakeApi();
+      const src = source(api, { routes });
+      await src.start(new Sink());
+      const old = tokenIn(api);
+      const next = newPathToken();
+      api.secret!.data![PATH_TOKEN_KEY] = Buffer.from(next).toString('base64');
+      await src.reconcile();
+      src.stop();
+      expect(src.pathTokens()).toEqual([next, old]);
+      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${next}/a`);
+    });
+
+    it('an immutable Secret without a token: said so, retried, the certificate still served', async () => {
+      const api = new FakeApi();
+      api.secret = { ...otherReplicasSecret(), immutable: true };
+      const src = source(api, { routes });
+      await src.start(new Sink());
+      src.stop();
+      expect(src.pathTokens()).toEqual([]);
+      expect(src.notReadyReasons()).toEqual([]);
+      expect(api.events.map((e) => [e.type, e.reason, e.note])).toContainEqual([
+        'Warning',
+        'CertificateBootstrapFailed',
+        expect.stringContaining(`is immutable and holds no valid ${PATH_TOKEN_KEY}; delete it`),
+      ]);
+    });
   });
 });

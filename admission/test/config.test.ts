@@ -25,6 +25,7 @@ describe('configuration', () => {
       extraDnsNames: [],
       extraIpAddresses: [],
       webhookConfigurations: [],
+      webhookPathToken: false,
       servingCertLifetimeMs: 8760 * 3_600_000,
       caLifetimeMs: 87600 * 3_600_000,
       headersTimeoutMs: 105_000,
@@ -99,6 +100,17 @@ describe('configuration', () => {
     expect(() => parseConfig(['--client-allowed-names=kube-apiserver'], {})).toThrow(
       '--client-allowed-names needs --client-ca-file',
     );
+  });
+
+  it('takes a webhook path token only where the service can publish it (bootstrap, configurations named)', () => {
+    const env = { POD_NAMESPACE: 'kd-system' };
+    const hooks = '--webhook-configurations=validating/kd';
+    const c = parseConfig(['--tls-mode=bootstrap', hooks, '--webhook-path-token'], env);
+    expect(c !== 'help' && c !== 'version' && c.webhookPathToken).toBe(true);
+    const why =
+      '--webhook-path-token needs --tls-mode=bootstrap and --webhook-configurations (the service publishes the paths)';
+    expect(() => parseConfig(['--webhook-path-token', hooks], env)).toThrow(why);
+    expect(() => parseConfig(['--tls-mode=bootstrap', '--webhook-path-token'], env)).toThrow(why);
   });
 
   it('reads bootstrap mode: Secret and Service from $POD_NAMESPACE, names, configurations, lifetimes', () => {

@@ -16,10 +16,13 @@ export interface WebhookConfigurationRef {
 
 export type JsonPatchOp = { op: 'test' | 'add'; path: string; value: unknown };
 
-/** The part of a webhook configuration inject-ca reads. */
+/** The part of a webhook configuration inject-ca (and the path-token publisher) reads. */
 export interface WebhookConfigurationView {
   metadata?: { name?: string; resourceVersion?: string };
-  webhooks?: { name: string; clientConfig?: { caBundle?: string } }[];
+  webhooks?: {
+    name: string;
+    clientConfig?: { caBundle?: string; url?: string; service?: { name?: string; namespace?: string; path?: string } };
+  }[];
 }
 
 /** The two API calls inject-ca makes; an interface so the bootstrap and tests can supply their own. */

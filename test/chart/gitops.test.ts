@@ -257,26 +257,39 @@ describe('GitOps re-applies', () => {
       for (const w of (await liveConfiguration(kind)).webhooks) expect(w.clientConfig.caBundle).toBe(injected);
   });
 
-  it('the drift rules in examples/gitops name fields that exist, and cover every caBundle', async () => {
-    // Flux helm-controller: one JSON pointer per webhook of each configuration.
+  it('the drift rules in examples/gitops name fields that exist, and cover every caBundle and bootstrap path', async () => {
+    // The bootstrap-mode chart (the examples' values): each webhook's path is set at run time, as caBundle.
+    // Rendered only: the safety rules keep clientConfig.service out of this control plane.
+    const bootstrap = (await helmTemplate(env, release, ns, ['--set', 'crds.install=false'])).docs;
+    // Flux helm-controller: one JSON pointer per webhook of each configuration, for caBundle and for the path.
     const flux = parseDocs(readFileSync(join(GITOPS, 'flux', 'kd-connections.yaml'), 'utf8'));
     const hr = one(flux, 'HelmRelease');
     expect(hr.spec.driftDetection.mode).toBe('enabled');
+    expect(hr.spec.values.certificates.mode).toBe('bootstrap');
     for (const kind of KINDS) {
       const rule = (hr.spec.driftDetection.ignore as Doc[]).find((r) => r.target.kind === kind)!;
       expect(rule.target.group).toBe('admissionregistration.k8s.io');
       const live = await liveConfiguration(kind);
-      expect(rule.paths).toHaveLength(live.webhooks.length);
-      for (const p of rule.paths) expect(pointer(live, p)).toBe(injected);
+      const caPaths = (rule.paths as string[]).filter((p) => p.endsWith('/caBundle'));
+      const servicePaths = (rule.paths as string[]).filter((p) => p.endsWith('/service/path'));
+      expect(caPaths.length + servicePaths.length).toBe(rule.paths.length);
+      expect(caPaths).toHaveLength(live.webhooks.length);
+      for (const p of caPaths) expect(pointer(live, p)).toBe(injected);
+      const rendered = one(bootstrap, kind, fullname);
+      expect(servicePaths).toEqual(
+        rendered.webhooks.map((_: Doc, i: number) => `/webhooks/${i}/clientConfig/service/path`),
+      );
+      for (const w of rendered.webhooks) expect({ path: w.clientConfig.service.path }).toEqual({ path: undefined });
     }
-    // Argo CD: caBundle of both kinds, and RespectIgnoreDifferences so a sync leaves them alone.
+    // Argo CD: caBundle and the path of both kinds, and RespectIgnoreDifferences so a sync leaves them alone.
     const argo = one(parseDocs(readFileSync(join(GITOPS, 'argocd', 'kd-connections.yaml'), 'utf8')), 'Application');
     expect(argo.spec.source.path).toBe('charts/kd-connections');
+    expect(argo.spec.source.helm.valuesObject.certificates.mode).toBe('bootstrap');
     for (const kind of KINDS)
       expect(argo.spec.ignoreDifferences).toContainEqual({
         group: 'admissionregistration.k8s.io',
         kind,
-        jqPathExpressions: ['.webhooks[]?.clientConfig.caBundle'],
+        jqPathExpressions: ['.webhooks[]?.clientConfig.caBundle', '.webhooks[]?.clientConfig.service.path'],
       });
     expect(argo.spec.syncPolicy.syncOptions).toEqual(
       expect.arrayContaining(['RespectIgnoreDifferences=true', 'ServerSideApply=true']),

@@ -90,18 +90,14 @@ describe('helm lint and helm template', () => {
       expect(templates).not.toMatch(new RegExp(`\\b${forbidden}\\b`));
   });
 
-  it('bootstrap mode: no caBundle, flags that name the Secret, Service and both configurations', async () => {
+  it('bootstrap mode: no caBundle and no path (both set at run time), flags that name the Secret, Service and both configurations', async () => {
     const { docs } = await render('bootstrap');
     const fullname = `${REL}-kd-connections`;
     for (const w of webhooksOf(docs)) {
       expect(w.clientConfig.caBundle).toBeUndefined();
       expect(w.clientConfig.url).toBeUndefined();
-      expect(w.clientConfig.service).toEqual({
-        name: `${fullname}-admission`,
-        namespace: NS,
-        path: `/${w.name.split('.')[0]}`,
-        port: 443,
-      });
+      // The service publishes /t/<token>/<webhook> as the path (certificates.bootstrap.webhookPathToken).
+      expect(w.clientConfig.service).toEqual({ name: `${fullname}-admission`, namespace: NS, port: 443 });
     }
     const args = containerArgs(one(docs, 'Deployment', `${fullname}-admission`));
     expect(args).toEqual(
@@ -112,7 +108,18 @@ describe('helm lint and helm template', () => {
         `--service-name=${fullname}-admission`,
         `--service-namespace=${NS}`,
         `--webhook-configurations=validating/${fullname},mutating/${fullname}`,
+        '--webhook-path-token=true',
       ]),
+    );
+    // Without the token the chart renders the bare paths, and the service serves them.
+    const bare = (await render('bootstrap', sets({ 'certificates.bootstrap.webhookPathToken': false }))).docs;
+    for (const w of webhooksOf(bare)) expect(w.clientConfig.service.path).toBe(`/${w.name.split('.')[0]}`);
+    expect(containerArgs(one(bare, 'Deployment', `${fullname}-admission`)).join(' ')).not.toContain('path-token');
+    // Other modes publish nothing at run time: the chart renders the paths.
+    const certManager = (await render('certManager')).docs;
+    for (const w of webhooksOf(certManager)) expect(w.clientConfig.service.path).toBe(`/${w.name.split('.')[0]}`);
+    expect(containerArgs(one(certManager, 'Deployment', `${fullname}-admission`)).join(' ')).not.toContain(
+      'path-token',
     );
     // The names in those flags are the objects the chart renders.
     one(docs, 'Service', `${fullname}-admission`);
@@ -217,7 +224,8 @@ describe('helm lint and helm template', () => {
   });
 
   it('webhook configurations: rules, policies, selectors and paths as the admission service serves them', async () => {
-    const { docs } = await render('bootstrap');
+    // certManager: the mode whose paths the chart renders (bootstrap's are published at run time).
+    const { docs } = await render('certManager');
     const served = readFileSync(join(CHART, '..', '..', 'admission', 'src', 'webhooks', 'index.ts'), 'utf8');
     expect(served).toMatch(/validateKdCluster, mutateKdCluster, validateKdApp, mutatePod/);
     const byName: Record<string, Doc> = Object.fromEntries(webhooksOf(docs).map((w: Doc) => [w.name, w]));

@@ -23,7 +23,10 @@ import {
   decodeSecret,
   desiredCAs,
   newSecretData,
+  newPathToken,
   nextWakeAt,
+  PATH_TOKEN_KEY,
+  pathTokenIn,
   planFor,
   webhookConfigurationClient,
   type CertificateInfo,
@@ -39,6 +42,7 @@ import { CABundlePublisher } from './ca-bundle-publisher.js';
 import { workerGenerator, type Generator } from './certificate-generator.js';
 import { RenewalScheduler } from './renewal-scheduler.js';
 import { TlsSecretStore, type WriteOutcome } from './tls-secret-store.js';
+import { WebhookPathPublisher } from './webhook-path-publisher.js';
 
 /** Time for a changed caBundle to reach every API server's webhook client (they watch the configurations). */
 export const CA_PROPAGATION_DELAY_MS = 2_000;
@@ -67,6 +71,11 @@ export interface BootstrapOptions {
   watch?: boolean;
   now?: () => Date;
   keyBits?: number;
+  /**
+   * Webhook path token: keep one in the Secret and publish `/t/<token><route>` as the path of every
+   * webhook of `webhookConfigurations` whose name this maps to a route. Absent: paths are left alone.
+   */
+  pathTokenRoutes?: (webhookName: string) => string | undefined;
 }
 
 interface Installed {
@@ -84,6 +93,10 @@ export class BootstrapCertificateSource implements CertificateSource {
   private readonly scheduler: RenewalScheduler;
   private readonly store: TlsSecretStore;
   private readonly publisher: CABundlePublisher;
+  private readonly paths: WebhookPathPublisher | undefined;
+  /** Path tokens reviews are accepted with: the Secret's, then the one it had before (newest first). */
+  private tokens: string[] = [];
+  private readonly tokenSeenAt = new Map<string, number>();
   private readonly generate: Generator;
   private readonly log: Logger;
   private readonly now: () => Date;
@@ -110,22 +123,22 @@ export class BootstrapCertificateSource implements CertificateSource {
       events,
       identity: o.identity,
     });
-    this.publisher = new CABundlePublisher(
-      o.webhookClient ?? webhookConfigurationClient(o.client),
-      o.webhookConfigurations,
-      {
-        ...(o.pruneAfterMs !== undefined ? { pruneAfterMs: o.pruneAfterMs } : {}),
-        now: this.now,
-        log: this.log,
-        onMissing: (what) =>
-          this.store.record(
-            'Warning',
-            'WebhookConfigurationNotFound',
-            'PublishCA',
-            `${what} not found; caBundle not set`,
-          ),
-      },
-    );
+    const webhookClient = o.webhookClient ?? webhookConfigurationClient(o.client);
+    this.publisher = new CABundlePublisher(webhookClient, o.webhookConfigurations, {
+      ...(o.pruneAfterMs !== undefined ? { pruneAfterMs: o.pruneAfterMs } : {}),
+      now: this.now,
+      log: this.log,
+      onMissing: (what) =>
+        this.store.record(
+          'Warning',
+          'WebhookConfigurationNotFound',
+          'PublishCA',
+          `${what} not found; caBundle not set`,
+        ),
+    });
+    this.paths = o.pathTokenRoutes
+      ? new WebhookPathPublisher(webhookClient, o.webhookConfigurations, o.pathTokenRoutes, this.log)
+      : undefined;
     this.generate = o.generate ?? workerGenerator(this.log);
     this.scheduler = new RenewalScheduler({
       pass: () => this.sync(),
@@ -168,6 +181,11 @@ export class BootstrapCertificateSource implements CertificateSource {
     if (t >= i.notAfter.getTime()) return [`serving certificate expired at ${i.notAfter.toISOString()}${why}`];
     if (t < i.notBefore.getTime()) return [`serving certificate not valid before ${i.notBefore.toISOString()}`];
     return [];
+  }
+
+  /** The path tokens a review may come with (empty: none known yet, so no review is served). */
+  pathTokens(): readonly string[] {
+    return this.tokens;
   }
 
   /** The serving certificate in use (SHA-256 of the DER, lower-case hex), for tests and logs. */
@@ -362,9 +380,46 @@ export class BootstrapCertificateSource implements CertificateSource {
       throw new Error(`Secret ${this.where} holds no usable serving certificate (${why})`);
     }
     const errors = results.filter((r) => r.error).map((r) => r.error!);
+    if (this.paths) errors.push(...(await this.usePathToken(secret)));
     if (plan.blocked) errors.unshift(plan.blocked);
     if (errors.length > 0) throw new Error(errors.join('; '));
     return nextWakeAt(contents, plan, this.publisher.unwantedSince, this.publisher.pruneAfterMs, now);
+  }
+
+  /**
+   * Makes sure the Secret holds a path token (one conditional write when not), accepts it, and points
+   * the webhooks at it. Returns what could not be published.
+   */
+  private async usePathToken(secret: SecretObject): Promise<string[]> {
+    let token = pathTokenIn(secret.data);
+    if (!token) {
+      if (secret.immutable === true) {
+        return [
+          `Secret ${this.where} is immutable and holds no valid ${PATH_TOKEN_KEY}; delete it and it is created again`,
+        ];
+      }
+      const outcome = await this.store.addKey(
+        secret,
+        PATH_TOKEN_KEY,
+        Buffer.from(newPathToken(), 'utf8').toString('base64'),
+      );
+      if ('conflict' in outcome)
+        throw new Error(`the Secret ${this.where} changed while a webhook path token was added`);
+      token = pathTokenIn(outcome.written.data)!;
+      this.log.info('webhook path token added to the TLS Secret', { key: PATH_TOKEN_KEY });
+    }
+    if (this.tokens[0] !== token) {
+      this.tokens = [token, ...this.tokens.filter((t) => t !== token)].slice(0, 2);
+      this.tokenSeenAt.set(token, this.now().getTime());
+      for (const t of this.tokenSeenAt.keys()) if (!this.tokens.includes(t)) this.tokenSeenAt.delete(t);
+    }
+    // The other replicas learn a new token through their watch of the Secret: give them that long
+    // before the API servers are pointed at it.
+    const wait = (this.tokenSeenAt.get(token) ?? 0) + this.delayMs - this.now().getTime();
+    if (wait > 0 && (await this.paths!.needsChange(token))) await this.sleep(wait);
+    if (this.stopped) return [];
+    const results = await this.paths!.publish(token);
+    return results.filter((r) => r.error).map((r) => r.error!);
   }
 
   private servingValid(now: Date): boolean {

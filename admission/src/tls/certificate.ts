@@ -17,6 +17,8 @@ export interface CertificateSource {
   stop(): void;
   /** Why the certificate being served is not valid (e.g. expired and not renewable); empty when it is. */
   notReadyReasons?(): string[];
+  /** Bootstrap with a webhook path token: the tokens a review may come with. */
+  pathTokens?(): readonly string[];
 }
 
 /** TLS 1.2 or newer, AEAD suites only (GCM, ChaCha20-Poly1305), forward secrecy. */

@@ -71,6 +71,11 @@
 {{- if and (not .Values.webhook.url) (eq .Values.certificates.mode "bootstrap") -}}true{{- end -}}
 {{- end -}}
 
+{{/* The service publishes the webhook paths (with a secret token) itself: the chart renders none. */}}
+{{- define "kd.pathToken" -}}
+{{- if and (include "kd.bootstrap" .) .Values.certificates.bootstrap.webhookPathToken -}}true{{- end -}}
+{{- end -}}
+
 {{/* Labels --------------------------------------------------------------------------------------- */}}
 
 {{- define "kd.labels" -}}
@@ -213,7 +218,9 @@ url: {{ printf "%s%s" (trimSuffix "/" $ctx.Values.webhook.url) .path | quote }}
 service:
   name: {{ include "kd.admission.fullname" $ctx }}
   namespace: {{ $ctx.Release.Namespace }}
+  {{- if not (include "kd.pathToken" $ctx) }}
   path: {{ .path | quote }}
+  {{- end }}
   port: {{ $ctx.Values.admission.service.port }}
 {{- end -}}
 {{- if and $ctx.Values.webhook.caBundle (or $ctx.Values.webhook.url (eq $ctx.Values.certificates.mode "secret")) }}

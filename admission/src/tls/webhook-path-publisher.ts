@@ -1,0 +1,81 @@
+/**
+ * Keeps each webhook's path at `/t/<token>/<route>` (see webhook-path-token.ts in certs). Like the
+ * caBundle publisher: every write is computed from a fresh read and guarded by a `test` of the
+ * configuration's resourceVersion and of each webhook's name, so a concurrent change makes the write
+ * fail and it is recomputed; nothing is written when every path is already right.
+ */
+import {
+  describeRef,
+  webhookPathPatch,
+  type WebhookConfigurationClient,
+  type WebhookConfigurationRef,
+} from '@kd-connections/certs';
+import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared';
+
+const ATTEMPTS = 4;
+
+export interface PathPublishResult {
+  ref: WebhookConfigurationRef;
+  exists: boolean;
+  /** Webhooks whose path this call set. */
+  changed: string[];
+  error?: string;
+}
+
+export class WebhookPathPublisher {
+  constructor(
+    private readonly client: WebhookConfigurationClient,
+    private readonly refs: readonly WebhookConfigurationRef[],
+    private readonly routeOf: (webhookName: string) => string | undefined,
+    private readonly log?: Logger,
+  ) {}
+
+  /** Whether any configuration's paths differ from the token's (a read only; unreadable ones count as no). */
+  async needsChange(token: string): Promise<boolean> {
+    for (const ref of this.refs) {
+      const view = await this.client.read(ref).catch(() => undefined);
+      if (view && webhookPathPatch(view, token, this.routeOf).ops.length > 0) return true;
+    }
+    return false;
+  }
+
+  async publish(token: string): Promise<PathPublishResult[]> {
+    const results: PathPublishResult[] = [];
+    for (const ref of this.refs) results.push(await this.publishOne(ref, token));
+    return results;
+  }
+
+  private async publishOne(ref: WebhookConfigurationRef, token: string): Promise<PathPublishResult> {
+    const what = describeRef(ref);
+    for (let attempt = 1; ; attempt++) {
+      let view;
+      try {
+        view = await this.client.read(ref);
+      } catch (e) {
+        if (errorStatus(e) === 404) return { ref, exists: false, changed: [] };
+        return { ref, exists: true, changed: [], error: `${what}: cannot read: ${errorMessage(e)}` };
+      }
+      const patch = webhookPathPatch(view, token, this.routeOf);
+      if (patch.unknown.length > 0 && attempt === 1) {
+        this.log?.warn('webhooks without a known route keep their path', {
+          configuration: what,
+          webhooks: patch.unknown,
+        });
+      }
+      if (patch.ops.length === 0) return { ref, exists: true, changed: [] };
+      const rv = view.metadata?.resourceVersion;
+      try {
+        await this.client.patch(ref, [
+          ...(rv ? [{ op: 'test' as const, path: '/metadata/resourceVersion', value: rv }] : []),
+          ...patch.ops,
+        ]);
+        // The token is never logged: the log is readable by more people than the configurations.
+        this.log?.info('webhook paths published', { configuration: what, webhooks: patch.changed });
+        return { ref, exists: true, changed: patch.changed };
+      } catch (e) {
+        if (isConflict(e) && attempt < ATTEMPTS) continue;
+        return { ref, exists: true, changed: [], error: `${what}: cannot set the webhook paths: ${errorMessage(e)}` };
+      }
+    }
+  }
+}
