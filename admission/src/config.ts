@@ -53,6 +53,8 @@ export interface AdmissionConfig {
   webhookConfigurations: WebhookConfigurationRef[];
   /** Bootstrap: serve reviews only behind a secret path token, and publish it as the webhooks' paths. */
   webhookPathToken: boolean;
+  /** How often that token is replaced; 0: never. */
+  webhookPathTokenRotationMs: number;
   servingCertLifetimeMs: number;
   caLifetimeMs: number;
   /** Longest wait for a request's headers (Node's headersTimeout); above the 90 s+ keep-alive by default. */
@@ -204,6 +206,13 @@ export const ADMISSION_FLAGS = {
     env: 'KD_ADMISSION_WEBHOOK_PATH_TOKEN',
     default: false,
     help: 'bootstrap: keep a secret token in the TLS Secret, set every webhook path of --webhook-configurations to /t/<token>/<webhook>, and answer reviews only there',
+  },
+  'webhook-path-token-rotation': {
+    type: 'duration',
+    min: 0,
+    env: 'KD_ADMISSION_WEBHOOK_PATH_TOKEN_ROTATION',
+    default: '1h',
+    help: "bootstrap: how often the path token is replaced (a failed webhook call's error quotes the URL, so a token may leak; the previous one is accepted min(5m, half of this) longer); 0 = never",
   },
   'serving-cert-lifetime': {
     type: 'duration',
@@ -435,6 +444,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     extraIpAddresses,
     webhookConfigurations: hooks,
     webhookPathToken,
+    webhookPathTokenRotationMs: f['webhook-path-token-rotation'],
     servingCertLifetimeMs,
     caLifetimeMs,
     headersTimeoutMs,

@@ -83,7 +83,9 @@ export function bootstrapSource(config: AdmissionConfig, kubeConfig: KubeConnect
     caLifetimeMs: config.caLifetimeMs,
     log: log.child({ source: 'tls-bootstrap' }),
     identity,
-    ...(config.webhookPathToken ? { pathTokenRoutes: webhookRoute } : {}),
+    webhookRoutes: webhookRoute,
+    pathToken: config.webhookPathToken,
+    pathTokenRotationMs: config.webhookPathTokenRotationMs,
   });
 }
 

@@ -10,7 +10,9 @@ import {
   inspectCertificate,
   isIssuedBy,
   newPathToken,
+  nextPathTokenData,
   PATH_TOKEN_KEY,
+  PATH_TOKEN_PREVIOUS_KEY,
   splitPemBlocks,
 } from '@kd-connections/certs';
 import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared';
@@ -21,6 +23,12 @@ import type { SecretObject } from '@kd-connections/certs';
 const NS = 'kd';
 const SECRET_PATH = `/api/v1/namespaces/${NS}/secrets`;
 const CONFIG = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hooks';
+
+interface ClientConfig {
+  caBundle?: string;
+  url?: string;
+  service?: { name: string; namespace: string; path?: string };
+}
 
 interface Call {
   method: string;
@@ -34,7 +42,8 @@ class FakeApi {
   config = {
     metadata: { name: 'hooks', resourceVersion: '1' },
     webhooks: [
-      { name: 'a.example.com', clientConfig: { url: 'https://127.0.0.1:1/a' } as { caBundle?: string; url?: string } },
+      { name: 'a.example.com', clientConfig: { url: 'https://127.0.0.1:1/a' } as ClientConfig },
+      { name: 'b.example.com', clientConfig: { service: { name: 'svc', namespace: NS } } as ClientConfig },
     ],
   };
   calls: Call[] = [];
@@ -111,8 +120,11 @@ class FakeApi {
         if (actual !== o.value) throw testFailed();
       }
       for (const o of ops.filter((x) => x.op === 'add')) {
-        const field = o.path.split('/')[4] as 'caBundle' | 'url';
-        this.config.webhooks[Number(o.path.split('/')[2])]!.clientConfig[field] = o.value as string;
+        // /webhooks/<i>/clientConfig/<field>[/<field>]
+        const [, , i, , field, sub] = o.path.split('/');
+        const cc = this.config.webhooks[Number(i)]!.clientConfig as Record<string, unknown>;
+        if (sub) (cc[field!] as Record<string, unknown>)[sub] = o.value;
+        else cc[field!] = o.value;
       }
       this.config.metadata.resourceVersion = String(++this.rv);
       return this.config;
@@ -146,7 +158,13 @@ const fp = (pem: string) => inspectCertificate(pem).fingerprint256;
 
 function source(
   api: FakeApi,
-  over: { servingLifetimeMs?: number; now?: () => Date; routes?: (name: string) => string | undefined } = {},
+  over: {
+    servingLifetimeMs?: number;
+    now?: () => Date;
+    routes?: (name: string) => string | undefined;
+    pathToken?: boolean;
+    pathTokenRotationMs?: number;
+  } = {},
 ) {
   return new BootstrapCertificateSource({
     client: api.client(),
@@ -164,7 +182,8 @@ function source(
     watch: false,
     keyBits: BITS,
     ...(over.now ? { now: over.now } : {}),
-    ...(over.routes ? { pathTokenRoutes: over.routes } : {}),
+    ...(over.routes ? { webhookRoutes: over.routes, pathToken: over.pathToken ?? true } : {}),
+    ...(over.pathTokenRotationMs !== undefined ? { pathTokenRotationMs: over.pathTokenRotationMs } : {}),
   });
 }
 
@@ -299,7 +318,12 @@ describe('BootstrapCertificateSource', () => {
   });
 
   describe('with a webhook path token', () => {
-    const routes = (name: string) => (name === 'a.example.com' ? '/a' : undefined);
+    const routes = (name: string) => ({ 'a.example.com': '/a', 'b.example.com': '/b' })[name];
+    const paths = (api: FakeApi) => [
+      api.config.webhooks[0]!.clientConfig.url,
+      api.config.webhooks[1]!.clientConfig.service?.path,
+    ];
+    const tokenPaths = (t: string) => [`https://127.0.0.1:1/t/${t}/a`, `/t/${t}/b`];
     const tokenIn = (api: FakeApi) => Buffer.from(api.secret?.data?.[PATH_TOKEN_KEY] ?? '', 'base64').toString();
 
     it('keeps a token in the Secret, accepts it, and points the webhook at it', async () => {
@@ -311,7 +335,7 @@ describe('BootstrapCertificateSource', () => {
       const token = tokenIn(api);
       expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(src.pathTokens()).toEqual([token]);
-      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${token}/a`);
+      expect(paths(api)).toEqual(tokenPaths(token));
       expect(src.notReadyReasons()).toEqual([]);
     });
 
@@ -332,7 +356,7 @@ describe('BootstrapCertificateSource', () => {
       second.stop();
       expect(api.secretWrites().length).toBeGreaterThan(writes);
       expect(tokenIn(api)).toBe(token);
-      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${token}/a`);
+      expect(paths(api)).toEqual(tokenPaths(token));
     });
 
     it('adds a token to a Secret of an older version in one write, and puts a reset path back', async () => {
@@ -346,36 +370,108 @@ describe('BootstrapCertificateSource', () => {
       api.config.webhooks[0]!.clientConfig.url = 'https://127.0.0.1:1/a';
       await src.reconcile();
       src.stop();
-      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${token}/a`);
+      expect(paths(api)).toEqual(tokenPaths(token));
       expect(api.secretWrites()).toHaveLength(1);
     });
 
-    it('a Secret recreated with a new token: the new one first, the old still accepted', async () => {
+    it('two replicas adding a token at once: the later one reads and uses the first one, no error', async () => {
+      const api = new FakeApi();
+      api.secret = otherReplicasSecret();
+      const theirs = newPathToken();
+      let raced = false;
+      api.beforeSecretWrite = () => {
+        if (raced) return;
+        raced = true;
+        const written = nextPathTokenData(
+          { current: undefined, previous: undefined, issuedAt: undefined },
+          new Date(),
+          theirs,
+        );
+        Object.assign(api.secret!.data!, written);
+        api.secret!.metadata.resourceVersion = '77';
+      };
+      const src = source(api, { routes });
+      await src.start(new Sink());
+      src.stop();
+      expect(src.pathTokens()).toEqual([theirs]);
+      expect(paths(api)).toEqual(tokenPaths(theirs));
+      expect(api.secretWrites().map((c) => `${c.method} ${c.status}`)).toEqual(['PATCH 422']);
+      expect(api.events.filter((e) => e.type === 'Warning')).toEqual([]);
+      expect(src.notReadyReasons()).toEqual([]);
+    });
+
+    it('without the token, the paths it left are taken back to the bare routes', async () => {
+      const api = new FakeApi();
+      const on = source(api, { routes });
+      await on.start(new Sink());
+      on.stop();
+      const token = tokenIn(api);
+      expect(paths(api)).toEqual(tokenPaths(token));
+      const off = source(api, { routes, pathToken: false });
+      await off.start(new Sink());
+      off.stop();
+      expect(off.pathTokens()).toEqual([]);
+      expect(paths(api)).toEqual(['https://127.0.0.1:1/a', '/b']);
+      expect(off.notReadyReasons()).toEqual([]);
+    });
+
+    it('a Secret deleted: created again with a new token, the new one first, the old still accepted', async () => {
       const api = new FakeApi();
       const src = source(api, { routes });
       await src.start(new Sink());
       const old = tokenIn(api);
-      const next = newPathToken();
-      api.secret!.data![PATH_TOKEN_KEY] = Buffer.from(next).toString('base64');
+      api.secret = undefined;
       await src.reconcile();
       src.stop();
+      const next = tokenIn(api);
+      expect(next).not.toBe(old);
       expect(src.pathTokens()).toEqual([next, old]);
-      expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${next}/a`);
+      expect(paths(api)).toEqual(tokenPaths(next));
     });
 
-    it('an immutable Secret without a token: said so, retried, the certificate still served', async () => {
+    it('an immutable Secret without a token: said so, retried, not ready (every review would be refused)', async () => {
       const api = new FakeApi();
       api.secret = { ...otherReplicasSecret(), immutable: true };
+      const sink = new Sink();
       const src = source(api, { routes });
-      await src.start(new Sink());
+      await src.start(sink);
       src.stop();
       expect(src.pathTokens()).toEqual([]);
-      expect(src.notReadyReasons()).toEqual([]);
+      expect(sink.installed).toHaveLength(1);
+      expect(src.notReadyReasons()).toEqual([expect.stringContaining('no webhook path token from Secret kd/tls yet')]);
+      expect(paths(api)).toEqual(['https://127.0.0.1:1/a', undefined]);
       expect(api.events.map((e) => [e.type, e.reason, e.note])).toContainEqual([
         'Warning',
         'CertificateBootstrapFailed',
         expect.stringContaining(`is immutable and holds no valid ${PATH_TOKEN_KEY}; delete it`),
       ]);
+    });
+
+    it('rotates: the new token published only after publishAfter, the previous accepted through its grace', async () => {
+      let now = new Date('2026-12-06T12:00:00Z');
+      const api = new FakeApi();
+      // rotation 40 s: publish after 10 s, previous accepted for 20 s.
+      const src = source(api, { routes, now: () => now, pathTokenRotationMs: 40_000 });
+      await src.start(new Sink());
+      const first = tokenIn(api);
+      expect(paths(api)).toEqual(tokenPaths(first));
+      const at = async (seconds: number) => {
+        now = new Date(Date.parse('2026-12-06T12:00:00Z') + seconds * 1000);
+        await src.reconcile();
+        return { tokens: src.pathTokens(), paths: paths(api), current: tokenIn(api) };
+      };
+      expect((await at(39)).current).toBe(first);
+      const rotated = await at(40);
+      const second = rotated.current;
+      expect(second).not.toBe(first);
+      // Written, not yet published: the API servers keep calling the first, which every replica accepts.
+      expect(rotated).toEqual({ tokens: [second, first], paths: tokenPaths(first), current: second });
+      expect(await at(50)).toEqual({ tokens: [second, first], paths: tokenPaths(second), current: second });
+      expect(await at(60)).toEqual({ tokens: [second], paths: tokenPaths(second), current: second });
+      const third = (await at(80)).current;
+      expect([third === second, third === first]).toEqual([false, false]);
+      src.stop();
+      expect(Buffer.from(api.secret!.data![PATH_TOKEN_PREVIOUS_KEY]!, 'base64').toString()).toBe(second);
     });
   });
 });

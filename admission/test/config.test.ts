@@ -26,6 +26,7 @@ describe('configuration', () => {
       extraIpAddresses: [],
       webhookConfigurations: [],
       webhookPathToken: false,
+      webhookPathTokenRotationMs: 3_600_000,
       servingCertLifetimeMs: 8760 * 3_600_000,
       caLifetimeMs: 87600 * 3_600_000,
       headersTimeoutMs: 105_000,

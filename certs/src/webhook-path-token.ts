@@ -1,16 +1,20 @@
 /**
- * A secret in the webhook paths, so that only callers who can read the webhook configurations (the
- * API servers, cluster admins) can send the service a review. Without it anyone who can open a
- * connection to the webhook port can post a crafted review and learn from the answer whether an object
- * of some name exists (docs/security.md). The token lives in bootstrap mode's TLS Secret under its own
- * key, which renewals carry over; the service publishes `/t/<token>/<webhook>` as each webhook's path
- * and answers reviews only there. Pure: generation, the patch, and the parse of a request's path.
+ * A secret in the webhook paths, so that only callers who know it (the API servers, readers of the webhook
+ * configurations) can send the service a review. Without it anyone who can open a connection to the
+ * webhook port can post a crafted review and learn from the answer whether an object of some name exists
+ * (docs/security.md). The token lives in bootstrap mode's TLS Secret under keys of its own, which
+ * renewals carry over; the service publishes `/t/<token>/<webhook>` as each webhook's path and answers
+ * reviews only there. It is rotated: the API server quotes the URL in the error a writer gets when a call
+ * fails, so a token may leak; a leaked one works until the next rotation plus a short overlap.
+ * Pure: generation, rotation, the patch, and the parse of a request's path.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { JsonPatchOp, WebhookConfigurationView } from './inject.js';
 
-/** The TLS Secret's key holding the token (base64 in data, like every key). */
+/** The TLS Secret's keys: the token, the one it replaced, and when it was issued (base64 in data, like every key). */
 export const PATH_TOKEN_KEY = 'webhook-path-token';
+export const PATH_TOKEN_PREVIOUS_KEY = 'webhook-path-token-previous';
+export const PATH_TOKEN_ISSUED_KEY = 'webhook-path-token-issued';
 
 const PREFIX = '/t/';
 /** 32 random bytes, base64url without padding: 43 characters, safe in a URL path. */
@@ -29,6 +33,95 @@ export function pathTokenIn(data: Record<string, string> | undefined): string | 
   const raw = data?.[PATH_TOKEN_KEY];
   const token = raw === undefined ? undefined : Buffer.from(raw, 'base64').toString('utf8');
   return isPathToken(token) ? token : undefined;
+}
+
+export interface PathTokenState {
+  current: string | undefined;
+  previous: string | undefined;
+  /** When `current` was issued; undefined when not recorded (treated as due for rotation). */
+  issuedAt: Date | undefined;
+}
+
+export function pathTokenState(data: Record<string, string> | undefined): PathTokenState {
+  const text = (k: string) => (data?.[k] === undefined ? undefined : Buffer.from(data[k], 'base64').toString('utf8'));
+  const issued = text(PATH_TOKEN_ISSUED_KEY);
+  const at = issued === undefined ? NaN : Date.parse(issued);
+  const previous = text(PATH_TOKEN_PREVIOUS_KEY);
+  return {
+    current: pathTokenIn(data),
+    previous: isPathToken(previous) ? previous : undefined,
+    issuedAt: Number.isNaN(at) ? undefined : new Date(at),
+  };
+}
+
+/**
+ * The timing of one rotation period: a new token is published `publishAfterMs` after it was written (the
+ * other replicas read it from the Secret meanwhile; the old path works all along), and the one it
+ * replaced is still accepted for `graceMs` after that write (the API servers switch to the new path).
+ */
+export interface PathTokenTiming {
+  /** 0: never rotated. */
+  rotationMs: number;
+  publishAfterMs: number;
+  graceMs: number;
+}
+
+export const PATH_TOKEN_ROTATION_MS = 3_600_000;
+const PUBLISH_AFTER_MS = 10_000;
+const GRACE_MS = 300_000;
+
+/** The timing for a rotation period: publish after min(10 s, ¼), accept the previous for min(5 min, ½). */
+export function pathTokenTiming(rotationMs: number): PathTokenTiming {
+  if (rotationMs <= 0) return { rotationMs: 0, publishAfterMs: 0, graceMs: GRACE_MS };
+  return {
+    rotationMs,
+    publishAfterMs: Math.min(PUBLISH_AFTER_MS, rotationMs / 4),
+    graceMs: Math.min(GRACE_MS, rotationMs / 2),
+  };
+}
+
+/** What the Secret needs: a first token, the next one, or nothing. */
+export function pathTokenDue(state: PathTokenState, now: Date, timing: PathTokenTiming): 'add' | 'rotate' | undefined {
+  if (!state.current) return 'add';
+  if (timing.rotationMs <= 0) return undefined;
+  if (!state.issuedAt || now.getTime() >= state.issuedAt.getTime() + timing.rotationMs) return 'rotate';
+  return undefined;
+}
+
+/** The Secret data keys (base64) for a new token issued now, the current one (if any) becoming previous. */
+export function nextPathTokenData(state: PathTokenState, now: Date, token = newPathToken()): Record<string, string> {
+  const b64 = (v: string) => Buffer.from(v, 'utf8').toString('base64');
+  return {
+    [PATH_TOKEN_KEY]: b64(token),
+    [PATH_TOKEN_ISSUED_KEY]: b64(now.toISOString()),
+    ...(state.current ? { [PATH_TOKEN_PREVIOUS_KEY]: b64(state.current) } : {}),
+  };
+}
+
+/** The tokens a review may come with now: the current one, and the previous one during its grace. */
+export function acceptedPathTokens(state: PathTokenState, now: Date, timing: PathTokenTiming): string[] {
+  if (!state.current) return [];
+  const inGrace = state.issuedAt !== undefined && now.getTime() < state.issuedAt.getTime() + timing.graceMs;
+  return state.previous && inGrace && state.previous !== state.current
+    ? [state.current, state.previous]
+    : [state.current];
+}
+
+/** When the current token may be published (undefined: already). */
+export function pathTokenPublishAt(state: PathTokenState, now: Date, timing: PathTokenTiming): Date | undefined {
+  if (!state.issuedAt || !state.previous) return undefined;
+  const at = state.issuedAt.getTime() + timing.publishAfterMs;
+  return at > now.getTime() ? new Date(at) : undefined;
+}
+
+/** The next moment the token state changes by time alone: publication, end of grace, next rotation. */
+export function pathTokenWakeAt(state: PathTokenState, now: Date, timing: PathTokenTiming): Date | undefined {
+  if (!state.issuedAt) return undefined;
+  const issued = state.issuedAt.getTime();
+  const times = [issued + timing.publishAfterMs, issued + timing.graceMs];
+  if (timing.rotationMs > 0) times.push(issued + timing.rotationMs);
+  const future = times.filter((t) => t > now.getTime());
+  return future.length > 0 ? new Date(Math.min(...future)) : undefined;
 }
 
 /** The path a webhook whose own route is `route` ("/validate-kdcluster") is published at. */
@@ -57,35 +150,61 @@ export interface PathPatch {
   ops: JsonPatchOp[];
   /** Webhooks whose path the patch sets. */
   changed: string[];
-  /** Webhooks left alone: no route is known for their name. */
+  /** Webhooks left alone: no route is known for their name, or their path is not one of ours. */
   unknown: string[];
 }
 
+const TOKEN_SEGMENT = /\/t\/[A-Za-z0-9_-]{43}$/;
+
 /**
- * The JSON Patch that points every webhook of a configuration at its token path: `service.path`, or the
+ * The path a webhook should have, from the one it has: `[prefix][/t/<token>]<route>`, keeping a prefix
+ * in front of the route (a url behind a proxy) and replacing any token segment; undefined when the
+ * current path is neither empty nor ends with the route (someone else's path: left alone).
+ */
+function wantedPath(current: string | undefined, route: string, token: string | undefined): string | undefined {
+  let base: string;
+  if (current === undefined || current === '' || current === '/') base = '';
+  else if (current.endsWith(route)) base = current.slice(0, -route.length).replace(TOKEN_SEGMENT, '');
+  else return undefined;
+  return token ? `${base}${tokenPath(token, route)}` : `${base}${route}`;
+}
+
+/**
+ * The JSON Patch that points every webhook of a configuration at its path — behind `token`, or the bare
+ * route when there is none (a token path left by an earlier setting is taken back): `service.path`, or the
  * path of `url` (scheme, host and port kept). `routeOf` maps a webhook's name to its route; a name it does
- * not know is left alone. Each changed webhook gets a `test` of its name at its index, as caBundlePatch.
+ * not know, or a path that is not ours, is left alone. Each changed webhook gets a `test` of its name at
+ * its index, as caBundlePatch.
  */
 export function webhookPathPatch(
   view: WebhookConfigurationView,
-  token: string,
+  token: string | undefined,
   routeOf: (webhookName: string) => string | undefined,
 ): PathPatch {
   const out: PathPatch = { ops: [], changed: [], unknown: [] };
   (view.webhooks ?? []).forEach((w, i) => {
     const route = routeOf(w.name);
-    if (!route) return void out.unknown.push(w.name);
-    const want = tokenPath(token, route);
     const cc = w.clientConfig ?? {};
     let op: JsonPatchOp | undefined;
-    if (cc.service) {
+    if (route && cc.service) {
+      const want = wantedPath(cc.service.path, route, token);
+      if (want === undefined) return void out.unknown.push(w.name);
       if (cc.service.path !== want) op = { op: 'add', path: `/webhooks/${i}/clientConfig/service/path`, value: want };
-    } else if (cc.url) {
-      const url = new URL(cc.url);
+    } else if (route && cc.url) {
+      let url: URL;
+      try {
+        url = new URL(cc.url);
+      } catch {
+        return void out.unknown.push(w.name);
+      }
+      const want = wantedPath(url.pathname, route, token);
+      if (want === undefined) return void out.unknown.push(w.name);
       if (url.pathname !== want) {
         url.pathname = want;
         op = { op: 'add', path: `/webhooks/${i}/clientConfig/url`, value: url.toString() };
       }
+    } else {
+      return void out.unknown.push(w.name);
     }
     if (!op) return;
     out.ops.push({ op: 'test', path: `/webhooks/${i}/name`, value: w.name }, op);

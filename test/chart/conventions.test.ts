@@ -427,6 +427,7 @@ describe('PrometheusRule and Grafana dashboard', () => {
         'KdConnectionsWebhookCertificateExpiresSoon',
         'KdConnectionsWebhookErrors',
         'KdConnectionsWebhookSlow',
+        'KdConnectionsWebhookWrongPath',
         'KdConnectionsWebhookNotReady',
         'KdConnectionsReconcileErrors',
         'KdConnectionsMemberPodsNotSynced',

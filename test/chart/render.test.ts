@@ -115,6 +115,10 @@ describe('helm lint and helm template', () => {
     const bare = (await render('bootstrap', sets({ 'certificates.bootstrap.webhookPathToken': false }))).docs;
     for (const w of webhooksOf(bare)) expect(w.clientConfig.service.path).toBe(`/${w.name.split('.')[0]}`);
     expect(containerArgs(one(bare, 'Deployment', `${fullname}-admission`)).join(' ')).not.toContain('path-token');
+    // `helm upgrade --reuse-values` from a chart without the value renders it unset: the token stays on.
+    const reused = (await render('bootstrap', ['--set', 'certificates.bootstrap.webhookPathToken=null'])).docs;
+    for (const w of webhooksOf(reused)) expect(w.clientConfig.service.path).toBeUndefined();
+    expect(containerArgs(one(reused, 'Deployment', `${fullname}-admission`))).toContain('--webhook-path-token=true');
     // Other modes publish nothing at run time: the chart renders the paths.
     const certManager = (await render('certManager')).docs;
     for (const w of webhooksOf(certManager)) expect(w.clientConfig.service.path).toBe(`/${w.name.split('.')[0]}`);

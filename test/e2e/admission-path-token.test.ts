@@ -11,7 +11,7 @@ import { PATH_TOKEN_KEY } from '@kd-connections/certs';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { metricSum } from '../support/prometheus-text.js';
-import { eventually, ok, repoPath } from '../support/processes.js';
+import { eventually, ok, repoPath, sleep } from '../support/processes.js';
 import { type RunningAdmission } from '../support/services.js';
 import {
   registerWebhooks,
@@ -20,7 +20,13 @@ import {
   WEBHOOK_NAMES,
 } from '../support/webhook-configurations.js';
 import { send } from '../reliability/admission-support.js';
-import { readTlsSecret, startBalancer, startBootstrapReplicas, type Balancer } from './admission-certs-support.js';
+import {
+  readTlsSecret,
+  startBalancer,
+  startBootstrapReplicas,
+  startLoad,
+  type Balancer,
+} from './admission-certs-support.js';
 
 const env = useTestEnv();
 const SECRET = 'admission-tls-token';
@@ -200,4 +206,57 @@ describe('the webhook path token', () => {
     });
     expect(await token()).toBe(t);
   });
+
+  it('turned off (the replicas restarted without it): the bare paths come back and are served there', async () => {
+    const t = await token();
+    await Promise.all(replicas.map((r) => r.stop()));
+    replicas = await startBootstrapReplicas(env, 2, { secretName: SECRET, configuration: hooks!.name });
+    balancer.setBackends(replicas.map((r) => r.port));
+    const bare = Object.values(WEBHOOK_NAMES)
+      .map((name) => `${name} https://127.0.0.1:${balancer.port}/${name.split('.')[0]}`)
+      .sort();
+    await eventually(
+      'every webhook at its bare path',
+      async () => JSON.stringify((await urls()).sort()) === JSON.stringify(bare),
+    );
+    const denied = await env.kubectl(['create', '--dry-run=server', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'kubedirector.hpe.com/v1beta1',
+        kind: 'KubeDirectorCluster',
+        metadata: { name: 'after' },
+        spec: { app: 'no-such-app', roles: [{ id: 'a', members: 1 }] },
+      }),
+    });
+    expect(denied.stderr).toContain(`admission webhook "${WEBHOOK_NAMES.validateCluster}" denied the request`);
+    expect((await post(replicas[0]!, `/t/${t}/validate-kdcluster`, review(PROBES[0]![1]))).status).toBe(404);
+  });
+
+  it('rotated every 30 s under load through the API server: no call fails, the paths follow each new token', async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    replicas = await startBootstrapReplicas(env, 2, {
+      secretName: SECRET,
+      configuration: hooks!.name,
+      extraArgs: ['--webhook-path-token', '--webhook-path-token-rotation=30s'],
+    });
+    balancer.setBackends(replicas.map((r) => r.port));
+    const seen = new Set<string>();
+    const published = new Set<string>();
+    const load = startLoad(env, { maxRequests: 100_000, maxMs: 75_000, pauseMs: 20 });
+    // Until two rotations were published (each 30 s), the load's own bound (75 s), or a failure.
+    const end = Date.now() + 75_000;
+    while (Date.now() < end && !(seen.size >= 3 && published.size >= 3) && load.failures().length === 0) {
+      seen.add(await token());
+      const m = /\/t\/([A-Za-z0-9_-]{43})\//.exec((await urls())[0]!);
+      if (m) published.add(m[1]!);
+      await sleep(500);
+    }
+    const result = await load.stop();
+    console.log(
+      `path token rotation under load: ${result.sent} dry-run creates, ${seen.size} tokens seen, ${published.size} published, ended by ${result.endedBy}`,
+    );
+    expect(result.failures).toEqual([]);
+    expect(seen.size).toBeGreaterThanOrEqual(3);
+    expect([...published].every((t) => seen.has(t))).toBe(true);
+    expect(published.size).toBeGreaterThanOrEqual(3);
+  }, 150_000);
 });

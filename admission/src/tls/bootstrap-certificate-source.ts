@@ -23,11 +23,19 @@ import {
   decodeSecret,
   desiredCAs,
   newSecretData,
-  newPathToken,
+  acceptedPathTokens,
+  nextPathTokenData,
   nextWakeAt,
   PATH_TOKEN_KEY,
-  pathTokenIn,
+  PATH_TOKEN_ROTATION_MS,
+  pathTokenDue,
+  pathTokenPublishAt,
+  pathTokenState,
+  pathTokenTiming,
+  pathTokenWakeAt,
   planFor,
+  type PathTokenState,
+  type PathTokenTiming,
   webhookConfigurationClient,
   type CertificateInfo,
   type Plan,
@@ -72,10 +80,15 @@ export interface BootstrapOptions {
   now?: () => Date;
   keyBits?: number;
   /**
-   * Webhook path token: keep one in the Secret and publish `/t/<token><route>` as the path of every
-   * webhook of `webhookConfigurations` whose name this maps to a route. Absent: paths are left alone.
+   * The route of each webhook of `webhookConfigurations` by name: its path is kept at `/t/<token><route>`
+   * with `pathToken`, else at `<route>` (so turning the token off takes the token paths back). Absent:
+   * paths are left alone.
    */
-  pathTokenRoutes?: (webhookName: string) => string | undefined;
+  webhookRoutes?: (webhookName: string) => string | undefined;
+  /** Keep a webhook path token in the Secret, publish it in the paths and accept reviews only behind it. */
+  pathToken?: boolean;
+  /** How often the path token is replaced (0: never); default PATH_TOKEN_ROTATION_MS. */
+  pathTokenRotationMs?: number;
 }
 
 interface Installed {
@@ -94,9 +107,11 @@ export class BootstrapCertificateSource implements CertificateSource {
   private readonly store: TlsSecretStore;
   private readonly publisher: CABundlePublisher;
   private readonly paths: WebhookPathPublisher | undefined;
-  /** Path tokens reviews are accepted with: the Secret's, then the one it had before (newest first). */
-  private tokens: string[] = [];
-  private readonly tokenSeenAt = new Map<string, number>();
+  private readonly timing: PathTokenTiming;
+  /** The path token state the last pass read from the Secret. */
+  private tokenState: PathTokenState | undefined;
+  /** The token this replica accepted before the Secret was replaced by one that does not name it. */
+  private replaced: string | undefined;
   private readonly generate: Generator;
   private readonly log: Logger;
   private readonly now: () => Date;
@@ -136,8 +151,9 @@ export class BootstrapCertificateSource implements CertificateSource {
           `${what} not found; caBundle not set`,
         ),
     });
-    this.paths = o.pathTokenRoutes
-      ? new WebhookPathPublisher(webhookClient, o.webhookConfigurations, o.pathTokenRoutes, this.log)
+    this.timing = pathTokenTiming(o.pathTokenRotationMs ?? PATH_TOKEN_ROTATION_MS);
+    this.paths = o.webhookRoutes
+      ? new WebhookPathPublisher(webhookClient, o.webhookConfigurations, o.webhookRoutes, this.log)
       : undefined;
     this.generate = o.generate ?? workerGenerator(this.log);
     this.scheduler = new RenewalScheduler({
@@ -172,20 +188,32 @@ export class BootstrapCertificateSource implements CertificateSource {
     void this.scheduler.stop().finally(() => this.o.client.close());
   }
 
-  /** Readiness: false while no valid certificate is served, with the last error as the reason. */
+  /**
+   * Readiness: false while no valid certificate is served, or (with a path token) while no token is
+   * known — every review would be refused — with the last error as the reason.
+   */
   notReadyReasons(): string[] {
     const why = this.scheduler.lastError ? `: ${this.scheduler.lastError}` : '';
     const i = this.installed;
     if (!i) return [`no serving certificate from Secret ${this.where} yet${why}`];
+    if (this.o.pathToken && !this.tokenState?.current)
+      return [`no webhook path token from Secret ${this.where} yet${why}`];
     const t = this.now().getTime();
     if (t >= i.notAfter.getTime()) return [`serving certificate expired at ${i.notAfter.toISOString()}${why}`];
     if (t < i.notBefore.getTime()) return [`serving certificate not valid before ${i.notBefore.toISOString()}`];
     return [];
   }
 
-  /** The path tokens a review may come with (empty: none known yet, so no review is served). */
+  /** The path tokens a review may come with now (empty: none known yet, so no review is served). */
   pathTokens(): readonly string[] {
-    return this.tokens;
+    const state = this.tokenState;
+    if (!state) return [];
+    const now = this.now();
+    const accepted = acceptedPathTokens(state, now, this.timing);
+    const issued = state.issuedAt?.getTime() ?? 0;
+    if (this.replaced && now.getTime() < issued + this.timing.graceMs && !accepted.includes(this.replaced))
+      accepted.push(this.replaced);
+    return accepted;
   }
 
   /** The serving certificate in use (SHA-256 of the DER, lower-case hex), for tests and logs. */
@@ -380,46 +408,69 @@ export class BootstrapCertificateSource implements CertificateSource {
       throw new Error(`Secret ${this.where} holds no usable serving certificate (${why})`);
     }
     const errors = results.filter((r) => r.error).map((r) => r.error!);
-    if (this.paths) errors.push(...(await this.usePathToken(secret)));
+    const paths = this.paths ? await this.usePaths(secret, now) : { errors: [], wakeAt: undefined };
+    errors.push(...paths.errors);
     if (plan.blocked) errors.unshift(plan.blocked);
     if (errors.length > 0) throw new Error(errors.join('; '));
-    return nextWakeAt(contents, plan, this.publisher.unwantedSince, this.publisher.pruneAfterMs, now);
+    const wake = nextWakeAt(contents, plan, this.publisher.unwantedSince, this.publisher.pruneAfterMs, now);
+    return wake && paths.wakeAt ? (wake < paths.wakeAt ? wake : paths.wakeAt) : (wake ?? paths.wakeAt);
   }
 
   /**
-   * Makes sure the Secret holds a path token (one conditional write when not), accepts it, and points
-   * the webhooks at it. Returns what could not be published.
+   * With a path token: makes sure the Secret holds a current one (adding or rotating it), accepts it.
+   * Then points the webhooks at their paths: behind the newest token published (a rotated one only
+   * `publishAfterMs` after it was written, the previous one meanwhile), or bare. Returns what could not be
+   * published, and when time alone changes the token state next.
    */
-  private async usePathToken(secret: SecretObject): Promise<string[]> {
-    let token = pathTokenIn(secret.data);
-    if (!token) {
-      if (secret.immutable === true) {
-        return [
-          `Secret ${this.where} is immutable and holds no valid ${PATH_TOKEN_KEY}; delete it and it is created again`,
-        ];
-      }
-      const outcome = await this.store.addKey(
-        secret,
-        PATH_TOKEN_KEY,
-        Buffer.from(newPathToken(), 'utf8').toString('base64'),
-      );
-      if ('conflict' in outcome)
-        throw new Error(`the Secret ${this.where} changed while a webhook path token was added`);
-      token = pathTokenIn(outcome.written.data)!;
-      this.log.info('webhook path token added to the TLS Secret', { key: PATH_TOKEN_KEY });
+  private async usePaths(secret: SecretObject, now: Date): Promise<{ errors: string[]; wakeAt: Date | undefined }> {
+    let token: string | undefined;
+    let wakeAt: Date | undefined;
+    if (this.o.pathToken) {
+      const got = await this.currentPathToken(secret, now);
+      if ('error' in got) return { errors: [got.error], wakeAt: undefined };
+      const { state } = got;
+      const before = this.tokenState?.current;
+      if (before && before !== state.current && before !== state.previous) this.replaced = before;
+      this.tokenState = state;
+      token = pathTokenPublishAt(state, now, this.timing) ? state.previous : state.current;
+      wakeAt = pathTokenWakeAt(state, now, this.timing);
     }
-    if (this.tokens[0] !== token) {
-      this.tokens = [token, ...this.tokens.filter((t) => t !== token)].slice(0, 2);
-      this.tokenSeenAt.set(token, this.now().getTime());
-      for (const t of this.tokenSeenAt.keys()) if (!this.tokens.includes(t)) this.tokenSeenAt.delete(t);
-    }
-    // The other replicas learn a new token through their watch of the Secret: give them that long
-    // before the API servers are pointed at it.
-    const wait = (this.tokenSeenAt.get(token) ?? 0) + this.delayMs - this.now().getTime();
-    if (wait > 0 && (await this.paths!.needsChange(token))) await this.sleep(wait);
-    if (this.stopped) return [];
+    if (this.stopped) return { errors: [], wakeAt };
     const results = await this.paths!.publish(token);
-    return results.filter((r) => r.error).map((r) => r.error!);
+    return { errors: results.filter((r) => r.error).map((r) => r.error!), wakeAt };
+  }
+
+  /** The Secret's token state, with a token added or rotated when due (a replica writing first wins). */
+  private async currentPathToken(
+    secret: SecretObject | undefined,
+    now: Date,
+  ): Promise<{ state: PathTokenState } | { error: string }> {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const state = pathTokenState(secret?.data);
+      const due = pathTokenDue(state, now, this.timing);
+      if (!due) return { state };
+      if (!secret) return { error: `Secret ${this.where} is gone; it is created again on the next pass` };
+      if (secret.immutable === true) {
+        // Rotation needs a write: an immutable Secret keeps the token it has.
+        if (state.current) return { state };
+        return {
+          error: `Secret ${this.where} is immutable and holds no valid ${PATH_TOKEN_KEY}; delete it and it is created again`,
+        };
+      }
+      const outcome = await this.store.addKeys(secret, nextPathTokenData(state, now));
+      if ('written' in outcome) {
+        this.log.info(due === 'add' ? 'webhook path token added to the TLS Secret' : 'webhook path token rotated', {
+          key: PATH_TOKEN_KEY,
+        });
+        secret = outcome.written;
+      } else {
+        this.log.info('the Secret changed while the webhook path token was written; reading it again', {
+          detail: outcome.conflict,
+        });
+        secret = await this.store.read();
+      }
+    }
+    throw new Error(`the Secret ${this.where} changed under each of 3 attempts to write a webhook path token`);
   }
 
   private servingValid(now: Date): boolean {

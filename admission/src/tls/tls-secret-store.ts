@@ -66,20 +66,20 @@ export class TlsSecretStore {
   }
 
   /**
-   * Adds one key to the Secret's data (base64 value), conditional on `current`'s resourceVersion;
+   * Sets some keys of the Secret's data (base64 values), conditional on `current`'s resourceVersion;
    * another writer first comes back as a conflict.
    */
-  async addKey(current: SecretObject, key: string, value: string): Promise<WriteOutcome> {
+  async addKeys(current: SecretObject, entries: Record<string, string>): Promise<WriteOutcome> {
     try {
       const ops = [
         { op: 'test', path: '/metadata/resourceVersion', value: current.metadata.resourceVersion },
         ...(current.data ? [] : [{ op: 'add', path: '/data', value: {} }]),
-        { op: 'add', path: `/data/${key}`, value },
+        ...Object.entries(entries).map(([key, value]) => ({ op: 'add', path: `/data/${key}`, value })),
       ];
       return { written: await this.o.client.jsonPatch<SecretObject>(this.objectPath, ops) };
     } catch (e) {
       if (errorStatus(e) === 404 || isConflict(e)) return { conflict: errorMessage(e) };
-      throw new Error(`cannot add ${key} to Secret ${this.where}: ${errorMessage(e)}`);
+      throw new Error(`cannot write ${Object.keys(entries).join(', ')} of Secret ${this.where}: ${errorMessage(e)}`);
     }
   }
 

@@ -1,5 +1,6 @@
 /**
- * Keeps each webhook's path at `/t/<token>/<route>` (see webhook-path-token.ts in certs). Like the
+ * Keeps each webhook's path at `/t/<token>/<route>`, or at the bare route when no token is used (taking
+ * back a token path an earlier setting left; see webhook-path-token.ts in certs). Like the
  * caBundle publisher: every write is computed from a fresh read and guarded by a `test` of the
  * configuration's resourceVersion and of each webhook's name, so a concurrent change makes the write
  * fail and it is recomputed; nothing is written when every path is already right.
@@ -30,34 +31,27 @@ export class WebhookPathPublisher {
     private readonly log?: Logger,
   ) {}
 
-  /** Whether any configuration's paths differ from the token's (a read only; unreadable ones count as no). */
-  async needsChange(token: string): Promise<boolean> {
-    for (const ref of this.refs) {
-      const view = await this.client.read(ref).catch(() => undefined);
-      if (view && webhookPathPatch(view, token, this.routeOf).ops.length > 0) return true;
-    }
-    return false;
-  }
-
-  async publish(token: string): Promise<PathPublishResult[]> {
+  async publish(token: string | undefined): Promise<PathPublishResult[]> {
     const results: PathPublishResult[] = [];
     for (const ref of this.refs) results.push(await this.publishOne(ref, token));
     return results;
   }
 
-  private async publishOne(ref: WebhookConfigurationRef, token: string): Promise<PathPublishResult> {
+  private async publishOne(ref: WebhookConfigurationRef, token: string | undefined): Promise<PathPublishResult> {
     const what = describeRef(ref);
+    // An API error may quote the value it refused; errors reach logs, events and /readyz.
+    const redacted = (e: unknown) => (token ? errorMessage(e).replaceAll(token, '<token>') : errorMessage(e));
     for (let attempt = 1; ; attempt++) {
       let view;
       try {
         view = await this.client.read(ref);
       } catch (e) {
         if (errorStatus(e) === 404) return { ref, exists: false, changed: [] };
-        return { ref, exists: true, changed: [], error: `${what}: cannot read: ${errorMessage(e)}` };
+        return { ref, exists: true, changed: [], error: `${what}: cannot read: ${redacted(e)}` };
       }
       const patch = webhookPathPatch(view, token, this.routeOf);
       if (patch.unknown.length > 0 && attempt === 1) {
-        this.log?.warn('webhooks without a known route keep their path', {
+        this.log?.warn('webhooks without a known route or with a path not ours keep it', {
           configuration: what,
           webhooks: patch.unknown,
         });
@@ -74,7 +68,7 @@ export class WebhookPathPublisher {
         return { ref, exists: true, changed: patch.changed };
       } catch (e) {
         if (isConflict(e) && attempt < ATTEMPTS) continue;
-        return { ref, exists: true, changed: [], error: `${what}: cannot set the webhook paths: ${errorMessage(e)}` };
+        return { ref, exists: true, changed: [], error: `${what}: cannot set the webhook paths: ${redacted(e)}` };
       }
     }
   }

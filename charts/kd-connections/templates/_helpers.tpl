@@ -71,9 +71,11 @@
 {{- if and (not .Values.webhook.url) (eq .Values.certificates.mode "bootstrap") -}}true{{- end -}}
 {{- end -}}
 
-{{/* The service publishes the webhook paths (with a secret token) itself: the chart renders none. */}}
+{{/* The service publishes the webhook paths (with a secret token) itself: the chart renders none.
+     Unset counts as on: `helm upgrade --reuse-values` from a chart without the value renders with the
+     old values, and must not turn the protection off. */}}
 {{- define "kd.pathToken" -}}
-{{- if and (include "kd.bootstrap" .) .Values.certificates.bootstrap.webhookPathToken -}}true{{- end -}}
+{{- if and (include "kd.bootstrap" .) (ne (toString .Values.certificates.bootstrap.webhookPathToken) "false") -}}true{{- end -}}
 {{- end -}}
 
 {{/* Labels --------------------------------------------------------------------------------------- */}}
