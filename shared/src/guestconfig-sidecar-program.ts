@@ -11,7 +11,8 @@
  *    private half; keeps the last ones while the two volumes disagree;
  *  - when the `..data` symlink of the downward-API volume changes and the projected document is
  *    non-empty: swaps configmeta.json (0644) in, unless it is byte-identical, then writes the generator
- *    file. It reads both items from the timestamped directory `..data` points to, so the two always come
+ *    file — in `private-file` mode only once the private files of the version the document names are in
+ *    place, so a generator file always means the whole document (the reconnect hook runs on it). It reads both items from the timestamped directory `..data` points to, so the two always come
  *    from one kubelet update. An empty annotation keeps the last document: the file is never empty.
  *  - in `document` mode (KD_SECRET_DELIVERY, the default) the public document is KubeDirector's: when the
  *    splice item names a version, configmeta.json is the public text with the named byte ranges replaced
@@ -153,20 +154,28 @@ install_private() {
     if [ -e "$dir/${PRIVATE_CONFIGMETA_FILE}" ] || [ -e "$dir/${PLATFORM_FILE}" ]; then
       ours ${PRIVATE_CONFIGMETA_FILE} && ours ${PLATFORM_FILE} && rm -f "$dir/${PRIVATE_CONFIGMETA_FILE}" "$dir/${PLATFORM_FILE}"
     fi
+    pinst=
     return 0
   fi
   pc="$priv/$p/${PRIVATE_SECRET_KEY_CONFIGMETA}"
   pl="$priv/$p/${PRIVATE_SECRET_KEY_PLATFORM}"
   have=$(cat "$priv/$p/${PRIVATE_SECRET_KEY_VERSION}" 2>/dev/null) || have=
   [ -n "$p" ] && [ "$want" = "$have" ] && [ -s "$pc" ] && [ -s "$pl" ] || return 0
-  same "$pl" ${PLATFORM_FILE} && same "$pc" ${PRIVATE_CONFIGMETA_FILE} && return 0
+  same "$pl" ${PLATFORM_FILE} && same "$pc" ${PRIVATE_CONFIGMETA_FILE} && pinst=$want && return 0
   # The platform file first: configcli merges the private file only when both are there.
-  put ${PLATFORM_FILE} 0600 "$pl" && put ${PRIVATE_CONFIGMETA_FILE} 0600 "$pc" && log "private files delivered"
+  put ${PLATFORM_FILE} 0600 "$pl" && put ${PRIVATE_CONFIGMETA_FILE} 0600 "$pc" && pinst=$want && log "private files delivered"
+}
+# private_behind SPLICE: in private-file mode, the document's private half (the version its splice item
+# names) is not installed yet. The generator files then wait for it: they tell the reconnect hook (and
+# anyone) that the whole document is in place.
+private_behind() {
+  [ "$mode" != document ] && [ -s "$1" ] && [ "$(cut -d' ' -f2 "$1")" != "$pinst" ]
 }
 
 last=-
 lastp=-
 waiting=
+pinst=
 while :; do
   pchanged=
   if changed "$priv" "$lastp"; then
@@ -203,6 +212,10 @@ while :; do
         log "waiting for the private Secret of version $(cut -d' ' -f2 "$spl") (it has $(cat "$priv/$p/${PRIVATE_SECRET_KEY_VERSION}" 2>/dev/null || echo none)); keeping the last document"
       elif [ $rc != 0 ]; then
         log "document of $d not delivered"
+      elif private_behind "$spl"; then
+        waiting=1
+        put ${CONFIGMETA_FILE} 0644 "$doc" &&
+          log "delivered the document of $d; its generator waits for the private files of version $(cut -d' ' -f2 "$spl")"
       elif put ${CONFIGMETA_FILE} 0644 "$doc" && { [ ! -f "$gen" ] || put ${GENERATOR_FILE} 0644 "$gen"; }; then
         [ ! -f "$gen" ] || cmp -s "$gen" "$root/${GENERATOR_FILE}" || { cp "$gen" "$root/.g.kd-tmp" && chmod 0644 "$root/.g.kd-tmp" && mv -f "$root/.g.kd-tmp" "$root/${GENERATOR_FILE}"; }
         # $d names the kubelet's update (..YYYY_MM_DD_hh_mm_ss.N, UTC): how long the swap took after it.

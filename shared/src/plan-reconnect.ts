@@ -8,19 +8,24 @@
  *  - first sighting of a pod (no entry for its uid): the generator annotated on it then is recorded as
  *    its baseline; no hook — the app starts on that document or a later one, and a later one gets one
  *    run more rather than one too few (KubeDirector's own preference);
- *  - a ready member whose annotated generator is above the recorded one has its file read (in the
+ *  - a running member whose annotated generator is above the recorded one has its file read (in the
  *    sidecar); when the file holds a generator above the recorded one, the hook runs once for it
  *    (several quick changes: one run, for what the file holds); below or equal: the file has not been
  *    swapped yet, read again shortly;
  *  - success records the file's generator; failure keeps the old one, counts it and backs off.
  * A replaced pod (same name, new uid) starts from a new baseline, so old generators never run again.
+ *
+ * Gated on the member having the document (its file holds the generator; the sidecar writes that file
+ * only once the document, private half included, is in place) and the pod running — not on Ready: an app
+ * that is not Ready until a connection changes must still hear of that change (KubeDirector's "ready"
+ * member state means configured, not the pod's Ready condition).
  */
 import { HOOK_LOG_CHARS, hookOutputExcerpt } from './hook-output.js';
 import { setCondition, type ConditionInput } from './cluster-status.js';
 import { clusterTarget } from './connection-changes.js';
 import type { EventInput, EventTarget } from './k8s/event-recorder.js';
 import { pointer, type PatchOp } from './json-patch.js';
-import { isMemberOf, isPodReady } from './members.js';
+import { isMemberOf } from './members.js';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   LABEL_ROLE,
@@ -57,7 +62,8 @@ export interface ReconnectMember {
   pod: string;
   uid: string;
   role: string;
-  ready: boolean;
+  /** The pod is Running (its containers can be exec'd into); its Ready condition does not matter. */
+  running: boolean;
   /** The generator annotated on the pod (what it is being delivered); undefined before the first delivery. */
   delivered?: number;
 }
@@ -102,7 +108,7 @@ export function reconnectMembersOf(clusterName: string, pods: PodLike[]): Reconn
         pod: p.metadata.name ?? '',
         uid: p.metadata.uid!,
         role: p.metadata.labels![LABEL_ROLE]!,
-        ready: isPodReady(p),
+        running: p.status?.phase === 'Running',
         ...(Number.isSafeInteger(n) && n >= 0 ? { delivered: n } : {}),
       };
     });
@@ -118,7 +124,7 @@ export function retryInMs(entry: MemberReconnect, now: Date): number {
 export interface ReadPlan {
   /** The recorded state before any hook: baselines added, entries of gone or replaced pods dropped. */
   record: MemberReconnects;
-  /** Members whose file must be read: ready, delivered above the recorded generator, not backing off. */
+  /** Members whose file must be read: running, delivered above the recorded generator, not backing off. */
   read: string[];
 }
 
@@ -139,7 +145,7 @@ export function planReconnectReads(
       continue;
     }
     record[m.pod] = prev;
-    if (!m.ready || m.delivered === undefined || m.delivered <= prev.generator) continue;
+    if (!m.running || m.delivered === undefined || m.delivered <= prev.generator) continue;
     if (gaveUpOn(prev, m.delivered)) continue;
     if (retryInMs(prev, now) === 0) read.push(m.pod);
   }
@@ -170,7 +176,7 @@ export function planReconnectRuns(record: MemberReconnects, reads: Record<string
 }
 
 /**
- * When to look again after a pass: a ready member still behind what it was delivered is read again after
+ * When to look again after a pass: a running member still behind what it was delivered is read again after
  * FILE_RECHECK_MS (its file is not swapped yet, or moved on while the hook ran), or when its backoff
  * ends; `unreadable` members only on the next event. Undefined: nothing pending.
  */
@@ -183,7 +189,7 @@ export function nextReconnectCheckMs(
   let next: number | undefined;
   for (const m of members) {
     const e = record[m.pod];
-    if (!e || e.uid !== m.uid || !m.ready || unreadable.has(m.pod)) continue;
+    if (!e || e.uid !== m.uid || !m.running || unreadable.has(m.pod)) continue;
     if (m.delivered === undefined || m.delivered <= e.generator || gaveUpOn(e, m.delivered)) continue;
     const ms = retryInMs(e, now) || FILE_RECHECK_MS;
     next = Math.min(next ?? ms, ms);

@@ -151,6 +151,8 @@ export function secret(
 export interface PodOptions {
   namespace?: string;
   ready?: boolean;
+  /** status.phase; default Running. */
+  phase?: string;
   hostname?: string;
   subdomain?: string;
   deleting?: boolean;
@@ -183,7 +185,7 @@ export function pod(name: string, clusterName: string, role: string, opts: PodOp
       ...(opts.withoutConfigMetaVolume ? {} : { volumes: [configMetaVolume()] }),
     },
     status: {
-      phase: 'Running',
+      phase: opts.phase ?? 'Running',
       conditions: [{ type: 'Ready', status: opts.ready === false ? 'False' : 'True' }],
     },
   };

@@ -138,6 +138,32 @@ describe('the sidecar program', () => {
     await until('document 2', () => (read(join(out, 'configmeta.json')) === '{"v":2}' ? true : undefined));
   });
 
+  it('in private-file mode the generator files wait for the private files of the version the document names', async () => {
+    const { src, priv, gc, out } = dirs();
+    const W = 'd'.repeat(32);
+    const privOf = (v: string, tag: string) => ({
+      'priv_configmeta.json': `{"t":"${tag}"}`,
+      'platform.json': '{}',
+      version: v,
+    });
+    const generators = () => [read(join(out, '.configmeta-generator')), read(join(gc, '.configmeta-generator'))];
+    publish(priv, privOf(V, 'one'));
+    publish(src, { 'configmeta.json': '{"v":1}', generator: '1', splice: `1 ${V}` });
+    start({ KD_SECRET_DELIVERY: 'private-file' });
+    await until('generator 1', () => (generators().join() === '1,1' ? true : undefined));
+    expect(read(join(out, '.priv_configmeta.json'))).toBe('{"t":"one"}');
+    // The document of version W arrives before its private half: the public text is delivered, the
+    // generators (what the reconnect hook reads) stay until the private files follow.
+    publish(src, { 'configmeta.json': '{"v":2}', generator: '2', splice: `1 ${W}` });
+    await until('document 2', () => (read(join(out, 'configmeta.json')) === '{"v":2}' ? true : undefined));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(generators()).toEqual(['1', '1']);
+    expect(read(join(out, '.priv_configmeta.json'))).toBe('{"t":"one"}');
+    publish(priv, privOf(W, 'two'));
+    await until('generator 2', () => (generators().join() === '2,2' ? true : undefined));
+    expect(read(join(out, '.priv_configmeta.json'))).toBe('{"t":"two"}');
+  });
+
   it("never installs a Secret of another version, or one the document does not name (someone else's of that name)", async () => {
     const { src, priv, out } = dirs();
     const forged = { 'priv_configmeta.json': '{"forged":1}', 'platform.json': '{}' };
@@ -150,14 +176,17 @@ describe('the sidecar program', () => {
     expect(hasPrivate()).toBe(false);
 
     // The document names a version the Secret does not carry: still nothing.
-    publish(src, { 'configmeta.json': '{}', generator: '2', splice: `1 ${'d'.repeat(32)}` });
-    await until('generator 2', () => (read(join(out, '.configmeta-generator')) === '2' ? true : undefined));
+    publish(src, { 'configmeta.json': '{"g":2}', generator: '2', splice: `1 ${'d'.repeat(32)}` });
+    await until('document 2', () => (read(join(out, 'configmeta.json')) === '{"g":2}' ? true : undefined));
     await new Promise((r) => setTimeout(r, 300));
     expect(hasPrivate()).toBe(false);
+    // Its generator waits for its private half.
+    expect(read(join(out, '.configmeta-generator'))).toBe('1');
 
     // Ours arrives with that version: installed, and a later Secret of another version does not replace it.
     publish(priv, { 'priv_configmeta.json': '{"ours":1}', 'platform.json': '{}', version: 'd'.repeat(32) });
     await until('private file', () => (read(join(out, '.priv_configmeta.json')) === '{"ours":1}' ? true : undefined));
+    await until('generator 2', () => (read(join(out, '.configmeta-generator')) === '2' ? true : undefined));
     publish(priv, { ...forged, version: V });
     await new Promise((r) => setTimeout(r, 300));
     expect(read(join(out, '.priv_configmeta.json'))).toBe('{"ours":1}');

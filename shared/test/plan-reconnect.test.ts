@@ -33,7 +33,7 @@ const member = (name: string, delivered?: number, o: Partial<ReconnectMember> = 
   pod: name,
   uid: `uid-${name}`,
   role: 'controller',
-  ready: true,
+  running: true,
   ...(delivered !== undefined ? { delivered } : {}),
   ...o,
 });
@@ -98,9 +98,9 @@ describe('when the reconnect hook runs', () => {
     expect(nextReconnectCheckMs([member('a-0', 6)], ran.record, new Set(), NOW)).toBe(FILE_RECHECK_MS);
   });
 
-  it('not in a member that is not ready, nor in one whose file cannot be read (no timer for it)', () => {
+  it('not in a member that is not running, nor in one whose file cannot be read (no timer for it)', () => {
     const recorded = { 'a-0': { uid: 'uid-a-0', generator: 3 }, 'a-1': { uid: 'uid-a-1', generator: 3 } };
-    const members = [member('a-0', 4, { ready: false }), member('a-1', 4)];
+    const members = [member('a-0', 4, { running: false }), member('a-1', 4)];
     const p = pass(members, recorded, {});
     expect(p.reads.read).toEqual(['a-1']);
     expect(p.runs.unreadable).toEqual({ 'a-1': 'no such container' });
@@ -217,17 +217,21 @@ describe('when the reconnect hook runs', () => {
 });
 
 describe('reconnect inputs and outputs', () => {
-  it('reads members from pods: uid, role, readiness and the annotated generator', () => {
+  it('reads members from pods: uid, role, whether it runs (Ready or not) and the annotated generator', () => {
+    const gen7 = { annotations: { [ANNOTATION_CONFIGMETA_GENERATOR]: '7' } };
     const pods = [
-      pod('c-controller-0', 'c', 'controller', { annotations: { [ANNOTATION_CONFIGMETA_GENERATOR]: '7' } }),
-      pod('c-controller-1', 'c', 'controller', { ready: false }),
+      pod('c-controller-0', 'c', 'controller', gen7),
+      // Not Ready (say, until a connection changes): still told of the change.
+      pod('c-controller-1', 'c', 'controller', { ...gen7, ready: false }),
+      pod('c-controller-3', 'c', 'controller', { ...gen7, phase: 'Pending' }),
       pod('c-controller-2', 'c', 'controller', { deleting: true }),
       pod('other-0', 'other', 'controller'),
     ];
     const m = reconnectMembersOf('c', pods);
-    expect(m.map((x) => [x.pod, x.ready, x.delivered])).toEqual([
+    expect(m.map((x) => [x.pod, x.running, x.delivered])).toEqual([
       ['c-controller-0', true, 7],
-      ['c-controller-1', false, undefined],
+      ['c-controller-1', true, 7],
+      ['c-controller-3', false, 7],
     ]);
     expect(m[0]!.uid).toBe(pods[0]!.metadata.uid);
   });

@@ -69,8 +69,11 @@ function reconnectMemberPod(name: string, cluster: string, role: string): Obj {
             `mkdir -p /opt/guestconfig/appconfig && cat > /opt/guestconfig/appconfig/startscript <<'EOF'\n${startscript}\nEOF\n` +
               'chmod +x /opt/guestconfig/appconfig/startscript && exec sleep 3600',
           ],
+          // Not Ready while /tmp/notready exists (an app waiting for a connection to change).
           readinessProbe: {
-            exec: { command: ['test', '-x', '/opt/guestconfig/appconfig/startscript'] },
+            exec: {
+              command: ['sh', '-c', 'test ! -e /tmp/notready && test -x /opt/guestconfig/appconfig/startscript'],
+            },
             periodSeconds: 1,
           },
         },
@@ -189,6 +192,25 @@ describe('the reconnect hook (startscript --reconnect) in running member pods', 
     // Every read of the generator file (exec `cat` in the kd-guestconfig sidecar) answered.
     expect(services.reconciler.output()).not.toContain('cannot read the member generator file');
   }, 180_000);
+
+  it('runs in a member that is Running but not Ready: it may be waiting for exactly this change', async () => {
+    await inPod(CONTROLLER, 'app', 'touch /tmp/notready');
+    await eventually('the controller is not Ready', async () => {
+      const p = await getJson(env, ['pod', CONTROLLER]);
+      return p.status.conditions.find((c: Obj) => c.type === 'Ready')?.status === 'False';
+    });
+    generator = await change('nr', generator);
+    await eventually(
+      `--reconnect ${generator} logged while not Ready`,
+      async () => (await logLines(CONTROLLER)).includes(`--reconnect ${generator}`),
+      60_000,
+      250,
+    );
+    const p = await getJson(env, ['pod', CONTROLLER]);
+    expect(p.status.conditions.find((c: Obj) => c.type === 'Ready')?.status).toBe('False');
+    await inPod(CONTROLLER, 'app', 'rm -f /tmp/notready');
+    await waitPodReady(env, CONTROLLER);
+  }, 120_000);
 
   it('a failing hook: event naming the pod, a condition, retried with backoff until it succeeds', async () => {
     await inPod(CONTROLLER, 'app', 'touch /tmp/fail');
