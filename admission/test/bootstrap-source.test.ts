@@ -49,6 +49,8 @@ class FakeApi {
   calls: Call[] = [];
   events: EventInput[] = [];
   private rv = 100;
+  /** Every configuration patch refused (a policy engine, lost RBAC). */
+  refuseConfigPatch = false;
   /** Runs before a Secret write is applied: another replica writing first. */
   beforeSecretWrite: (() => void) | undefined;
 
@@ -112,6 +114,7 @@ class FakeApi {
     }
     if (key === `GET ${CONFIG}`) return this.config;
     if (key === `PATCH ${CONFIG}`) {
+      if (this.refuseConfigPatch) throw fail(403, 'forbidden: a policy refuses webhook configuration changes');
       for (const o of ops.filter((x) => x.op === 'test')) {
         const actual =
           o.path === '/metadata/resourceVersion'
@@ -415,18 +418,93 @@ describe('BootstrapCertificateSource', () => {
       expect(off.notReadyReasons()).toEqual([]);
     });
 
-    it('a Secret deleted: created again with a new token, the new one first, the old still accepted', async () => {
+    it('a Secret deleted: created again with a new token; the old one stays accepted and published for the overlap', async () => {
+      let now = new Date('2026-12-06T12:00:00Z');
+      const later = (s: number) => (now = new Date(Date.parse('2026-12-06T12:00:00Z') + s * 1000));
       const api = new FakeApi();
-      const src = source(api, { routes });
+      const src = source(api, { routes, now: () => now });
       await src.start(new Sink());
       const old = tokenIn(api);
       api.secret = undefined;
+      later(1);
       await src.reconcile();
-      src.stop();
       const next = tokenIn(api);
       expect(next).not.toBe(old);
       expect(src.pathTokens()).toEqual([next, old]);
+      expect(paths(api)).toEqual(tokenPaths(old));
+      later(11);
+      await src.reconcile();
       expect(paths(api)).toEqual(tokenPaths(next));
+      expect(src.pathTokens()).toEqual([next, old]);
+      // The overlap ends; later rotations never bring the old token back.
+      later(302);
+      await src.reconcile();
+      expect(src.pathTokens()).toEqual([next]);
+      later(3602);
+      await src.reconcile();
+      src.stop();
+      expect(src.pathTokens()).not.toContain(old);
+    });
+
+    it('two replicas, one clock an hour ahead: one rotation, no path taken back, each accepts both while it may be called with either', async () => {
+      const base = Date.parse('2026-12-06T12:00:00Z');
+      let t = 0;
+      const api = new FakeApi();
+      const a = source(api, { routes, now: () => new Date(base + 3_600_000 + t * 1000) });
+      const b = source(api, { routes, now: () => new Date(base + t * 1000) });
+      await a.start(new Sink());
+      await b.start(new Sink());
+      const first = tokenIn(api);
+      expect([a.pathTokens(), b.pathTokens()]).toEqual([[first], [first]]);
+      // A's clock reaches the rotation an hour before B's.
+      t = 3600;
+      await a.reconcile();
+      const second = tokenIn(api);
+      expect(second).not.toBe(first);
+      await b.reconcile();
+      expect(paths(api)).toEqual(tokenPaths(first));
+      expect([a.pathTokens(), b.pathTokens()]).toEqual([
+        [second, first],
+        [second, first],
+      ]);
+      t = 3610;
+      await a.reconcile();
+      expect(paths(api)).toEqual(tokenPaths(second));
+      // B, still inside its own publishAfter, leaves A's newer path as it is.
+      t = 3605 + 1;
+      await b.reconcile();
+      expect(paths(api)).toEqual(tokenPaths(second));
+      expect(tokenIn(api)).toBe(second);
+      a.stop();
+      b.stop();
+    });
+
+    it('a publication that keeps failing keeps the previous token accepted past the overlap', async () => {
+      let now = new Date('2026-12-06T12:00:00Z');
+      const at = (s: number) => (now = new Date(Date.parse('2026-12-06T12:00:00Z') + s * 1000));
+      const api = new FakeApi();
+      const src = source(api, { routes, now: () => now, pathTokenRotationMs: 40_000 });
+      await src.start(new Sink());
+      const first = tokenIn(api);
+      api.refuseConfigPatch = true;
+      at(40);
+      await src.reconcile();
+      const second = tokenIn(api);
+      at(51);
+      await src.reconcile();
+      at(65);
+      await src.reconcile();
+      // Past the 20 s overlap: the API servers still call the first token's path, so it is still accepted.
+      expect(paths(api)).toEqual(tokenPaths(first));
+      expect(src.pathTokens()).toEqual([second, first]);
+      expect(api.events.map((e) => e.note).join('\n')).toContain('cannot set the webhook paths');
+      expect(api.events.map((e) => e.note).join('\n')).not.toContain(second);
+      api.refuseConfigPatch = false;
+      at(66);
+      await src.reconcile();
+      expect(paths(api)).toEqual(tokenPaths(second));
+      expect(src.pathTokens()).toEqual([second]);
+      src.stop();
     });
 
     it('an immutable Secret without a token: said so, retried, not ready (every review would be refused)', async () => {

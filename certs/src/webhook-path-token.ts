@@ -55,9 +55,11 @@ export function pathTokenState(data: Record<string, string> | undefined): PathTo
 }
 
 /**
- * The timing of one rotation period: a new token is published `publishAfterMs` after it was written (the
- * other replicas read it from the Secret meanwhile; the old path works all along), and the one it
- * replaced is still accepted for `graceMs` after that write (the API servers switch to the new path).
+ * The timing of one rotation period, on each replica's own clock: a replica publishes a token it learned
+ * `publishAfterMs` after it first saw it (the other replicas read it from the Secret meanwhile; the old
+ * path works all along), and accepts the one it replaced for `graceMs` after that — longer while its own
+ * publication of the new one has not succeeded. Only the rotation's due time uses the writer's clock
+ * (`issuedAt`): a skewed clock can only rotate early or late, never drop a token still in use.
  */
 export interface PathTokenTiming {
   /** 0: never rotated. */
@@ -72,7 +74,7 @@ const GRACE_MS = 300_000;
 
 /** The timing for a rotation period: publish after min(10 s, ¼), accept the previous for min(5 min, ½). */
 export function pathTokenTiming(rotationMs: number): PathTokenTiming {
-  if (rotationMs <= 0) return { rotationMs: 0, publishAfterMs: 0, graceMs: GRACE_MS };
+  if (rotationMs <= 0) return { rotationMs: 0, publishAfterMs: PUBLISH_AFTER_MS, graceMs: GRACE_MS };
   return {
     rotationMs,
     publishAfterMs: Math.min(PUBLISH_AFTER_MS, rotationMs / 4),
@@ -98,29 +100,60 @@ export function nextPathTokenData(state: PathTokenState, now: Date, token = newP
   };
 }
 
+/** One replica's view of the token: what it accepts and publishes, timed on its own clock. */
+export interface LocalPathToken {
+  current: string;
+  /** The token `current` replaced: the Secret's previous one, else the one this replica had before. */
+  previous?: string;
+  /** When this replica first saw `current` (its own clock, epoch ms). */
+  seenAtMs: number;
+  /** Whether this replica's publication of `current` has succeeded. */
+  published: boolean;
+  /** A first token, nothing to replace: published at once. */
+  fresh: boolean;
+}
+
+/** The local view after reading the Secret's state (unchanged when its current token is the one known). */
+export function learnPathToken(
+  local: LocalPathToken | undefined,
+  state: PathTokenState,
+  nowMs: number,
+): LocalPathToken | undefined {
+  if (!state.current) return local;
+  if (local?.current === state.current) return local;
+  const previous = state.previous ?? local?.current;
+  return {
+    current: state.current,
+    ...(previous && previous !== state.current ? { previous } : {}),
+    seenAtMs: nowMs,
+    published: false,
+    fresh: previous === undefined,
+  };
+}
+
 /** The tokens a review may come with now: the current one, and the previous one during its grace. */
-export function acceptedPathTokens(state: PathTokenState, now: Date, timing: PathTokenTiming): string[] {
-  if (!state.current) return [];
-  const inGrace = state.issuedAt !== undefined && now.getTime() < state.issuedAt.getTime() + timing.graceMs;
-  return state.previous && inGrace && state.previous !== state.current
-    ? [state.current, state.previous]
-    : [state.current];
+export function acceptedPathTokens(local: LocalPathToken | undefined, nowMs: number, timing: PathTokenTiming): string[] {
+  if (!local) return [];
+  const inGrace = !local.published || nowMs < local.seenAtMs + timing.graceMs;
+  return local.previous && inGrace ? [local.current, local.previous] : [local.current];
 }
 
-/** When the current token may be published (undefined: already). */
-export function pathTokenPublishAt(state: PathTokenState, now: Date, timing: PathTokenTiming): Date | undefined {
-  if (!state.issuedAt || !state.previous) return undefined;
-  const at = state.issuedAt.getTime() + timing.publishAfterMs;
-  return at > now.getTime() ? new Date(at) : undefined;
+/** Whether the current token may be published now (else the webhooks keep whichever accepted token they carry). */
+export function publishCurrentNow(local: LocalPathToken, nowMs: number, timing: PathTokenTiming): boolean {
+  return local.fresh || !local.previous || nowMs >= local.seenAtMs + timing.publishAfterMs;
 }
 
-/** The next moment the token state changes by time alone: publication, end of grace, next rotation. */
-export function pathTokenWakeAt(state: PathTokenState, now: Date, timing: PathTokenTiming): Date | undefined {
-  if (!state.issuedAt) return undefined;
-  const issued = state.issuedAt.getTime();
-  const times = [issued + timing.publishAfterMs, issued + timing.graceMs];
-  if (timing.rotationMs > 0) times.push(issued + timing.rotationMs);
-  const future = times.filter((t) => t > now.getTime());
+/** The next moment the token state changes by time alone: publication, end of grace, the rotation due. */
+export function pathTokenWakeAt(
+  local: LocalPathToken | undefined,
+  state: PathTokenState,
+  nowMs: number,
+  timing: PathTokenTiming,
+): Date | undefined {
+  const times: number[] = [];
+  if (local?.previous) times.push(local.seenAtMs + timing.publishAfterMs, local.seenAtMs + timing.graceMs);
+  if (state.issuedAt && timing.rotationMs > 0) times.push(state.issuedAt.getTime() + timing.rotationMs);
+  const future = times.filter((t) => t > nowMs);
   return future.length > 0 ? new Date(Math.min(...future)) : undefined;
 }
 
@@ -161,25 +194,36 @@ const TOKEN_SEGMENT = /\/t\/[A-Za-z0-9_-]{43}$/;
  * in front of the route (a url behind a proxy) and replacing any token segment; undefined when the
  * current path is neither empty nor ends with the route (someone else's path: left alone).
  */
-function wantedPath(current: string | undefined, route: string, token: string | undefined): string | undefined {
+function wantedPath(
+  current: string | undefined,
+  route: string,
+  token: string | undefined,
+  keep: readonly string[],
+): string | undefined {
   let base: string;
   if (current === undefined || current === '' || current === '/') base = '';
-  else if (current.endsWith(route)) base = current.slice(0, -route.length).replace(TOKEN_SEGMENT, '');
-  else return undefined;
+  else if (current.endsWith(route)) {
+    const head = current.slice(0, -route.length);
+    const segment = TOKEN_SEGMENT.exec(head)?.[0];
+    // Behind a token that is still good: left as it is (a newer one is never taken back to an older one).
+    if (segment && keep.includes(segment.slice(PREFIX.length))) return current;
+    base = segment ? head.slice(0, -segment.length) : head;
+  } else return undefined;
   return token ? `${base}${tokenPath(token, route)}` : `${base}${route}`;
 }
 
 /**
  * The JSON Patch that points every webhook of a configuration at its path — behind `token`, or the bare
  * route when there is none (a token path left by an earlier setting is taken back): `service.path`, or the
- * path of `url` (scheme, host and port kept). `routeOf` maps a webhook's name to its route; a name it does
- * not know, or a path that is not ours, is left alone. Each changed webhook gets a `test` of its name at
- * its index, as caBundlePatch.
+ * path of `url` (scheme, host and port kept). A path behind one of the `keep` tokens is left as it is.
+ * `routeOf` maps a webhook's name to its route; a name it does not know, or a path that is not ours, is
+ * left alone. Each changed webhook gets a `test` of its name at its index, as caBundlePatch.
  */
 export function webhookPathPatch(
   view: WebhookConfigurationView,
   token: string | undefined,
   routeOf: (webhookName: string) => string | undefined,
+  keep: readonly string[] = [],
 ): PathPatch {
   const out: PathPatch = { ops: [], changed: [], unknown: [] };
   (view.webhooks ?? []).forEach((w, i) => {
@@ -187,7 +231,7 @@ export function webhookPathPatch(
     const cc = w.clientConfig ?? {};
     let op: JsonPatchOp | undefined;
     if (route && cc.service) {
-      const want = wantedPath(cc.service.path, route, token);
+      const want = wantedPath(cc.service.path, route, token, keep);
       if (want === undefined) return void out.unknown.push(w.name);
       if (cc.service.path !== want) op = { op: 'add', path: `/webhooks/${i}/clientConfig/service/path`, value: want };
     } else if (route && cc.url) {
@@ -197,7 +241,7 @@ export function webhookPathPatch(
       } catch {
         return void out.unknown.push(w.name);
       }
-      const want = wantedPath(url.pathname, route, token);
+      const want = wantedPath(url.pathname, route, token, keep);
       if (want === undefined) return void out.unknown.push(w.name);
       if (url.pathname !== want) {
         url.pathname = want;

@@ -5,9 +5,10 @@ import {
   nextPathTokenData,
   PATH_TOKEN_ISSUED_KEY,
   PATH_TOKEN_PREVIOUS_KEY,
+  learnPathToken,
   pathTokenDue,
-  pathTokenPublishAt,
   pathTokenState,
+  publishCurrentNow,
   pathTokenTiming,
   pathTokenWakeAt,
   newPathToken,
@@ -24,6 +25,11 @@ const B = newPathToken();
 const routes = (name: string) =>
   ({ 'validate-kdcluster.x': '/validate-kdcluster', 'mutate-pod.x': '/mutate-pod' })[name];
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+
+const view = (clientConfigs: WebhookConfigurationView['webhooks']): WebhookConfigurationView => ({
+  metadata: { name: 'c', resourceVersion: '7' },
+  webhooks: clientConfigs,
+});
 
 describe('the webhook path token', () => {
   it('is 32 random bytes as 43 URL-safe characters, new each time', () => {
@@ -56,11 +62,6 @@ describe('the webhook path token', () => {
 });
 
 describe('webhookPathPatch', () => {
-  const view = (clientConfigs: WebhookConfigurationView['webhooks']): WebhookConfigurationView => ({
-    metadata: { name: 'c', resourceVersion: '7' },
-    webhooks: clientConfigs,
-  });
-
   it('sets service.path of each known webhook, with a test of its name at its index', () => {
     const p = webhookPathPatch(
       view([
@@ -163,7 +164,7 @@ describe('rotation', () => {
     expect(hourly).toEqual({ rotationMs: 3_600_000, publishAfterMs: 10_000, graceMs: 300_000 });
     expect(pathTokenTiming(40_000)).toEqual({ rotationMs: 40_000, publishAfterMs: 10_000, graceMs: 20_000 });
     expect(pathTokenTiming(8_000)).toEqual({ rotationMs: 8_000, publishAfterMs: 2_000, graceMs: 4_000 });
-    expect(pathTokenTiming(0).rotationMs).toBe(0);
+    expect(pathTokenTiming(0)).toEqual({ rotationMs: 0, publishAfterMs: 10_000, graceMs: 300_000 });
   });
 
   it('a first token, then the next one every period; the state reads back what was written', () => {
@@ -187,18 +188,49 @@ describe('rotation', () => {
     ).toBeUndefined();
   });
 
-  it('accepts the previous through its grace, publishes the new one after publishAfter, wakes at each change', () => {
-    const s = { current: B, previous: A, issuedAt: t0 };
-    expect(acceptedPathTokens(s, at(299), hourly)).toEqual([B, A]);
-    expect(acceptedPathTokens(s, at(300), hourly)).toEqual([B]);
-    expect(acceptedPathTokens({ current: undefined, previous: A, issuedAt: t0 }, t0, hourly)).toEqual([]);
-    expect(pathTokenPublishAt(s, at(5), hourly)).toEqual(at(10));
-    expect(pathTokenPublishAt(s, at(10), hourly)).toBeUndefined();
-    // A first token (nothing to replace) is published at once.
-    expect(pathTokenPublishAt({ current: A, previous: undefined, issuedAt: t0 }, t0, hourly)).toBeUndefined();
-    expect(pathTokenWakeAt(s, t0, hourly)).toEqual(at(10));
-    expect(pathTokenWakeAt(s, at(10), hourly)).toEqual(at(300));
-    expect(pathTokenWakeAt(s, at(300), hourly)).toEqual(at(3600));
-    expect(pathTokenWakeAt(s, at(300), pathTokenTiming(0))).toBeUndefined();
+  it('a replica times the overlap on its own clock: publish after publishAfter, previous accepted through the grace', () => {
+    const ms = (x: number) => t0.getTime() + x * 1000;
+    // A first token: nothing to replace, published at once.
+    const first = learnPathToken(undefined, { current: A, previous: undefined, issuedAt: t0 }, ms(0))!;
+    expect(first).toEqual({ current: A, seenAtMs: ms(0), published: false, fresh: true });
+    expect(publishCurrentNow(first, ms(0), hourly)).toBe(true);
+    expect(acceptedPathTokens(first, ms(0), hourly)).toEqual([A]);
+    // The same token read again changes nothing.
+    expect(learnPathToken(first, { current: A, previous: undefined, issuedAt: t0 }, ms(50))).toBe(first);
+    // Rotated by another replica whose clock is an hour ahead: the times are this replica's.
+    const skewed = { current: B, previous: A, issuedAt: at(7200) };
+    const next = { ...learnPathToken({ ...first, published: true }, skewed, ms(100))!, published: false };
+    expect(next).toEqual({ current: B, previous: A, seenAtMs: ms(100), published: false, fresh: false });
+    expect(publishCurrentNow(next, ms(109), hourly)).toBe(false);
+    expect(publishCurrentNow(next, ms(110), hourly)).toBe(true);
+    expect(acceptedPathTokens(next, ms(100), hourly)).toEqual([B, A]);
+    // Past the grace, the previous stays accepted until this replica's publication of B succeeded.
+    expect(acceptedPathTokens(next, ms(500), hourly)).toEqual([B, A]);
+    expect(acceptedPathTokens({ ...next, published: true }, ms(399), hourly)).toEqual([B, A]);
+    expect(acceptedPathTokens({ ...next, published: true }, ms(400), hourly)).toEqual([B]);
+    expect(acceptedPathTokens(undefined, ms(0), hourly)).toEqual([]);
+    // A Secret replaced wholesale (no previous in it): the token this replica had stands in for it.
+    expect(learnPathToken(next, { current: A, previous: undefined, issuedAt: t0 }, ms(600))).toEqual({
+      current: A,
+      previous: B,
+      seenAtMs: ms(600),
+      published: false,
+      fresh: false,
+    });
+    // Wakes: publication, end of grace (this replica's clock), the rotation due (the writer's issue time).
+    expect(pathTokenWakeAt(next, skewed, ms(100), hourly)).toEqual(new Date(ms(110)));
+    expect(pathTokenWakeAt(next, skewed, ms(110), hourly)).toEqual(new Date(ms(400)));
+    expect(pathTokenWakeAt(next, skewed, ms(400), hourly)).toEqual(at(10800));
+    expect(
+      pathTokenWakeAt(first, { current: A, previous: undefined, issuedAt: t0 }, ms(0), pathTokenTiming(0)),
+    ).toBeUndefined();
+  });
+
+  it('the patch leaves a path behind a token still good as it is, never taking a newer one back', () => {
+    const v = view([{ name: 'mutate-pod.x', clientConfig: { service: { path: `/t/${B}/mutate-pod` } } }]);
+    expect(webhookPathPatch(v, A, routes, [B, A]).ops).toEqual([]);
+    expect(webhookPathPatch(v, A, routes, [A]).ops[1]!.value).toBe(`/t/${A}/mutate-pod`);
+    const bare = view([{ name: 'mutate-pod.x', clientConfig: { service: { path: '/mutate-pod' } } }]);
+    expect(webhookPathPatch(bare, A, routes, [B, A]).ops[1]!.value).toBe(`/t/${A}/mutate-pod`);
   });
 });

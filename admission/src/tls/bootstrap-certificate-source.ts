@@ -24,16 +24,18 @@ import {
   desiredCAs,
   newSecretData,
   acceptedPathTokens,
+  learnPathToken,
   nextPathTokenData,
   nextWakeAt,
   PATH_TOKEN_KEY,
   PATH_TOKEN_ROTATION_MS,
   pathTokenDue,
-  pathTokenPublishAt,
   pathTokenState,
   pathTokenTiming,
   pathTokenWakeAt,
   planFor,
+  publishCurrentNow,
+  type LocalPathToken,
   type PathTokenState,
   type PathTokenTiming,
   webhookConfigurationClient,
@@ -108,10 +110,9 @@ export class BootstrapCertificateSource implements CertificateSource {
   private readonly publisher: CABundlePublisher;
   private readonly paths: WebhookPathPublisher | undefined;
   private readonly timing: PathTokenTiming;
-  /** The path token state the last pass read from the Secret. */
-  private tokenState: PathTokenState | undefined;
-  /** The token this replica accepted before the Secret was replaced by one that does not name it. */
-  private replaced: string | undefined;
+  /** This replica's view of the path token (what it accepts and publishes, on its own clock). */
+  private localToken: LocalPathToken | undefined;
+  private immutableNoted = false;
   private readonly generate: Generator;
   private readonly log: Logger;
   private readonly now: () => Date;
@@ -196,7 +197,7 @@ export class BootstrapCertificateSource implements CertificateSource {
     const why = this.scheduler.lastError ? `: ${this.scheduler.lastError}` : '';
     const i = this.installed;
     if (!i) return [`no serving certificate from Secret ${this.where} yet${why}`];
-    if (this.o.pathToken && !this.tokenState?.current)
+    if (this.o.pathToken && !this.localToken)
       return [`no webhook path token from Secret ${this.where} yet${why}`];
     const t = this.now().getTime();
     if (t >= i.notAfter.getTime()) return [`serving certificate expired at ${i.notAfter.toISOString()}${why}`];
@@ -206,14 +207,14 @@ export class BootstrapCertificateSource implements CertificateSource {
 
   /** The path tokens a review may come with now (empty: none known yet, so no review is served). */
   pathTokens(): readonly string[] {
-    const state = this.tokenState;
-    if (!state) return [];
-    const now = this.now();
-    const accepted = acceptedPathTokens(state, now, this.timing);
-    const issued = state.issuedAt?.getTime() ?? 0;
-    if (this.replaced && now.getTime() < issued + this.timing.graceMs && !accepted.includes(this.replaced))
-      accepted.push(this.replaced);
-    return accepted;
+    return acceptedPathTokens(this.localToken, this.now().getTime(), this.timing);
+  }
+
+  /** Takes in the Secret's token as soon as it is read, before anything else the pass does. */
+  private learnPathToken(secret: SecretObject | undefined): void {
+    if (this.o.pathToken) {
+      this.localToken = learnPathToken(this.localToken, pathTokenState(secret?.data), this.now().getTime());
+    }
   }
 
   /** The serving certificate in use (SHA-256 of the DER, lower-case hex), for tests and logs. */
@@ -229,6 +230,7 @@ export class BootstrapCertificateSource implements CertificateSource {
   /** Brings Secret, caBundle and served pair in line; returns when to look again. */
   private async sync(): Promise<Date | undefined> {
     let secret = await this.store.read();
+    this.learnPathToken(secret);
     for (let round = 1; ; round++) {
       if (this.stopped) return undefined;
       const now = this.now();
@@ -243,6 +245,7 @@ export class BootstrapCertificateSource implements CertificateSource {
         if (this.stopped) return undefined;
         this.log.info('another replica wrote the Secret first; using theirs', { detail: outcome.conflict });
         secret = await this.store.read();
+        this.learnPathToken(secret);
         continue;
       }
       secret = outcome.written;
@@ -417,60 +420,65 @@ export class BootstrapCertificateSource implements CertificateSource {
   }
 
   /**
-   * With a path token: makes sure the Secret holds a current one (adding or rotating it), accepts it.
-   * Then points the webhooks at their paths: behind the newest token published (a rotated one only
-   * `publishAfterMs` after it was written, the previous one meanwhile), or bare. Returns what could not be
+   * With a path token: makes sure the Secret holds a current one (adding or rotating it), takes it in,
+   * and points the webhooks at it — a token learned by replacing another only `publishAfterMs` later,
+   * meanwhile leaving a path behind either as it is. Without: bare paths. Returns what could not be
    * published, and when time alone changes the token state next.
    */
   private async usePaths(secret: SecretObject, now: Date): Promise<{ errors: string[]; wakeAt: Date | undefined }> {
-    let token: string | undefined;
-    let wakeAt: Date | undefined;
-    if (this.o.pathToken) {
-      const got = await this.currentPathToken(secret, now);
-      if ('error' in got) return { errors: [got.error], wakeAt: undefined };
-      const { state } = got;
-      const before = this.tokenState?.current;
-      if (before && before !== state.current && before !== state.previous) this.replaced = before;
-      this.tokenState = state;
-      token = pathTokenPublishAt(state, now, this.timing) ? state.previous : state.current;
-      wakeAt = pathTokenWakeAt(state, now, this.timing);
+    if (!this.o.pathToken) {
+      const results = await this.paths!.publish(undefined);
+      return { errors: results.filter((r) => r.error).map((r) => r.error!), wakeAt: undefined };
     }
-    if (this.stopped) return { errors: [], wakeAt };
-    const results = await this.paths!.publish(token);
-    return { errors: results.filter((r) => r.error).map((r) => r.error!), wakeAt };
+    const got = await this.currentPathToken(secret);
+    if ('error' in got) return { errors: [got.error], wakeAt: undefined };
+    this.localToken = learnPathToken(this.localToken, got.state, this.now().getTime());
+    const local = this.localToken!;
+    if (this.stopped) return { errors: [], wakeAt: undefined };
+    const publishNow = publishCurrentNow(local, this.now().getTime(), this.timing);
+    const results = publishNow
+      ? await this.paths!.publish(local.current, [local.current])
+      : await this.paths!.publish(local.previous, [local.current, local.previous!]);
+    const errors = results.filter((r) => r.error).map((r) => r.error!);
+    // The previous token stays accepted until this replica's own publication of the new one succeeded.
+    if (publishNow && errors.length === 0) this.localToken = { ...local, published: true };
+    return { errors, wakeAt: pathTokenWakeAt(this.localToken, got.state, now.getTime(), this.timing) };
   }
 
   /** The Secret's token state, with a token added or rotated when due (a replica writing first wins). */
-  private async currentPathToken(
-    secret: SecretObject | undefined,
-    now: Date,
-  ): Promise<{ state: PathTokenState } | { error: string }> {
-    for (let attempt = 1; attempt <= 3; attempt++) {
+  private async currentPathToken(secret: SecretObject | undefined): Promise<{ state: PathTokenState } | { error: string }> {
+    for (let conflicts = 0; ; ) {
       const state = pathTokenState(secret?.data);
-      const due = pathTokenDue(state, now, this.timing);
+      const due = pathTokenDue(state, this.now(), this.timing);
       if (!due) return { state };
       if (!secret) return { error: `Secret ${this.where} is gone; it is created again on the next pass` };
       if (secret.immutable === true) {
-        // Rotation needs a write: an immutable Secret keeps the token it has.
-        if (state.current) return { state };
+        if (state.current) {
+          // Rotation needs a write: an immutable Secret keeps the token it has.
+          if (!this.immutableNoted) this.log.warn('the TLS Secret is immutable: the webhook path token is not rotated');
+          this.immutableNoted = true;
+          return { state };
+        }
         return {
           error: `Secret ${this.where} is immutable and holds no valid ${PATH_TOKEN_KEY}; delete it and it is created again`,
         };
       }
-      const outcome = await this.store.addKeys(secret, nextPathTokenData(state, now));
+      if (conflicts >= 3)
+        throw new Error(`the Secret ${this.where} changed under each of 3 attempts to write a webhook path token`);
+      const outcome = await this.store.addKeys(secret, nextPathTokenData(state, this.now()));
       if ('written' in outcome) {
         this.log.info(due === 'add' ? 'webhook path token added to the TLS Secret' : 'webhook path token rotated', {
           key: PATH_TOKEN_KEY,
         });
         secret = outcome.written;
       } else {
+        conflicts++;
         this.log.info('the Secret changed while the webhook path token was written; reading it again', {
           detail: outcome.conflict,
         });
         secret = await this.store.read();
       }
     }
-    throw new Error(`the Secret ${this.where} changed under each of 3 attempts to write a webhook path token`);
   }
 
   private servingValid(now: Date): boolean {

@@ -31,16 +31,25 @@ export class WebhookPathPublisher {
     private readonly log?: Logger,
   ) {}
 
-  async publish(token: string | undefined): Promise<PathPublishResult[]> {
+  /** Points every webhook at `token` (bare when undefined), leaving paths behind a `keep` token as they are. */
+  async publish(token: string | undefined, keep: readonly string[] = []): Promise<PathPublishResult[]> {
     const results: PathPublishResult[] = [];
-    for (const ref of this.refs) results.push(await this.publishOne(ref, token));
+    for (const ref of this.refs) results.push(await this.publishOne(ref, token, keep));
     return results;
   }
 
-  private async publishOne(ref: WebhookConfigurationRef, token: string | undefined): Promise<PathPublishResult> {
+  private async publishOne(
+    ref: WebhookConfigurationRef,
+    token: string | undefined,
+    keep: readonly string[],
+  ): Promise<PathPublishResult> {
     const what = describeRef(ref);
     // An API error may quote the value it refused; errors reach logs, events and /readyz.
-    const redacted = (e: unknown) => (token ? errorMessage(e).replaceAll(token, '<token>') : errorMessage(e));
+    const redacted = (e: unknown) => {
+      let m = errorMessage(e);
+      for (const t of [token, ...keep]) if (t) m = m.replaceAll(t, '<token>');
+      return m;
+    };
     for (let attempt = 1; ; attempt++) {
       let view;
       try {
@@ -49,7 +58,7 @@ export class WebhookPathPublisher {
         if (errorStatus(e) === 404) return { ref, exists: false, changed: [] };
         return { ref, exists: true, changed: [], error: `${what}: cannot read: ${redacted(e)}` };
       }
-      const patch = webhookPathPatch(view, token, this.routeOf);
+      const patch = webhookPathPatch(view, token, this.routeOf, keep);
       if (patch.unknown.length > 0 && attempt === 1) {
         this.log?.warn('webhooks without a known route or with a path not ours keep it', {
           configuration: what,
