@@ -132,7 +132,11 @@ export function learnPathToken(
 }
 
 /** The tokens a review may come with now: the current one, and the previous one during its grace. */
-export function acceptedPathTokens(local: LocalPathToken | undefined, nowMs: number, timing: PathTokenTiming): string[] {
+export function acceptedPathTokens(
+  local: LocalPathToken | undefined,
+  nowMs: number,
+  timing: PathTokenTiming,
+): string[] {
   if (!local) return [];
   const inGrace = !local.published || nowMs < local.seenAtMs + timing.graceMs;
   return local.previous && inGrace ? [local.current, local.previous] : [local.current];

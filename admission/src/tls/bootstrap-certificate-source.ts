@@ -197,8 +197,7 @@ export class BootstrapCertificateSource implements CertificateSource {
     const why = this.scheduler.lastError ? `: ${this.scheduler.lastError}` : '';
     const i = this.installed;
     if (!i) return [`no serving certificate from Secret ${this.where} yet${why}`];
-    if (this.o.pathToken && !this.localToken)
-      return [`no webhook path token from Secret ${this.where} yet${why}`];
+    if (this.o.pathToken && !this.localToken) return [`no webhook path token from Secret ${this.where} yet${why}`];
     const t = this.now().getTime();
     if (t >= i.notAfter.getTime()) return [`serving certificate expired at ${i.notAfter.toISOString()}${why}`];
     if (t < i.notBefore.getTime()) return [`serving certificate not valid before ${i.notBefore.toISOString()}`];
@@ -446,8 +445,10 @@ export class BootstrapCertificateSource implements CertificateSource {
   }
 
   /** The Secret's token state, with a token added or rotated when due (a replica writing first wins). */
-  private async currentPathToken(secret: SecretObject | undefined): Promise<{ state: PathTokenState } | { error: string }> {
-    for (let conflicts = 0; ; ) {
+  private async currentPathToken(
+    secret: SecretObject | undefined,
+  ): Promise<{ state: PathTokenState } | { error: string }> {
+    for (let conflicts = 0; ;) {
       const state = pathTokenState(secret?.data);
       const due = pathTokenDue(state, this.now(), this.timing);
       if (!due) return { state };
