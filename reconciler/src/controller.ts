@@ -20,6 +20,7 @@ import {
   objectKey,
   ReverseIndex,
   splitKey,
+  RECONCILER_FIELD_MANAGER,
   trimPrivateSecret,
   type KDCluster,
   type KubeClient,
@@ -268,7 +269,7 @@ export class Controller {
       }
     };
     const kd = (ns: string, name: string) => `/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`;
-    const fm = { fieldManager: 'kd-connections-reconciler' };
+    const fm = { fieldManager: RECONCILER_FIELD_MANAGER };
     // The watch can deliver a write (or a later one) before its answer arrives here; the cache then
     // already holds that version, and expecting it would hold reconciles back until the expectation expires.
     const expectCluster = (c: KDCluster) => {
@@ -313,7 +314,7 @@ export class Controller {
     counted: <T>(kind: WriteKind, w: () => Promise<T>) => Promise<T>,
   ): Pick<Writes, 'createSecret' | 'patchSecret' | 'deleteSecret'> {
     const path = (ns: string, name?: string) => `/api/v1/namespaces/${ns}/secrets${name ? `/${name}` : ''}`;
-    const query = { fieldManager: 'kd-connections-reconciler' };
+    const query = { fieldManager: RECONCILER_FIELD_MANAGER };
     type Meta = { metadata?: { resourceVersion?: string } };
     const expect = (ns: string, name: string, written: Meta) => {
       const rv = written.metadata?.resourceVersion;

@@ -225,6 +225,19 @@ async function writePrivateSecret(
     if (w.kind === 'create') await d.writes.createSecret(namespace, w.body);
     else if (w.kind === 'patch') await d.writes.patchSecret(namespace, w.name, w.ops);
     else await d.writes.deleteSecret(namespace, w.name, { uid: w.uid, resourceVersion: w.resourceVersion });
+    if (w.kind === 'patch' && w.editedBy) {
+      // Its content is derived: an edit would be lost on the next change anyway, and until then the
+      // sidecar may refuse it (sections of another size) or deliver it. Put back, and said so.
+      d.events.record({
+        regarding: clusterTarget(cluster),
+        type: 'Warning',
+        reason: 'PrivateSecretEdited',
+        action: 'Deliver',
+        note:
+          `private configmeta Secret ${w.name} was changed by ${w.editedBy.join(', ')}, not by the reconciler; ` +
+          'its data is derived from the connected Secrets and was written again: edit those instead',
+      });
+    }
     return undefined;
   } catch (e) {
     // Already gone (a stale cache after our own delete, or someone else's): what the delete wanted.

@@ -20,6 +20,9 @@ import { pointer, testIdentity, type PatchOp } from './json-patch.js';
 import type { PrivateFiles } from './render-private-configmeta.js';
 import { API_VERSION, type KDCluster } from './types.js';
 
+/** The field manager of the reconciler's writes: a later data write by any other manager is a hand edit. */
+export const RECONCILER_FIELD_MANAGER = 'kd-connections-reconciler';
+
 /** Says which cluster a private Secret belongs to (also the reconciler's watch selector). */
 export const LABEL_PRIVATE_CONFIGMETA_OF = 'kd-connections.hpe.com/private-configmeta-of';
 export const ANNOTATION_PRIVATE_CONTENT_MAC = 'kd-connections.hpe.com/content-mac';
@@ -36,6 +39,8 @@ export interface CachedPrivateSecret {
     /** Only the content MAC. */
     annotations?: Record<string, string>;
     ownerReferences?: { kind?: string; uid?: string; controller?: boolean }[];
+    /** Field managers other than the reconciler that wrote `data` after its last write of it (a hand edit). */
+    dataEditedBy?: string[];
   };
 }
 
@@ -55,7 +60,8 @@ export interface SecretBody {
 
 export type PrivateSecretWrite =
   | { kind: 'create'; name: string; body: SecretBody }
-  | { kind: 'patch'; name: string; ops: PatchOp[] }
+  /** editedBy: the data was changed by these field managers, and the patch puts it back. */
+  | { kind: 'patch'; name: string; ops: PatchOp[]; editedBy?: string[] }
   /** Deleted with preconditions on uid and resourceVersion. */
   | { kind: 'delete'; name: string; uid: string; resourceVersion?: string; why: string };
 
@@ -95,8 +101,25 @@ export function trimPrivateSecret(o: { metadata?: Record<string, unknown> }): Ca
       // Kept as a map (possibly empty) when the Secret has any annotation: a patch must then add a key.
       ...(m.annotations ? { annotations: mac !== undefined ? { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac } : {} } : {}),
       ownerReferences: (m.ownerReferences ?? []).map((r) => ({ kind: r.kind, uid: r.uid, controller: r.controller })),
+      ...dataEditors(m.managedFields),
     },
   };
+}
+
+type ManagedField = { manager?: string; time?: string; fieldsV1?: Record<string, unknown> };
+
+/**
+ * Who wrote the Secret's data after the reconciler last did, from managedFields (the server records, per
+ * manager, the fields each write changed and when): managers other than RECONCILER_FIELD_MANAGER whose
+ * entry owns `data` fields and is later than the reconciler's own (to the second, as the server records).
+ */
+function dataEditors(managed: unknown): { dataEditedBy?: string[] } {
+  if (!Array.isArray(managed)) return {};
+  const entries = (managed as ManagedField[]).filter((f) => f.fieldsV1 && 'f:data' in f.fieldsV1);
+  const time = (f: ManagedField) => Date.parse(f.time ?? '') || 0;
+  const ours = Math.max(0, ...entries.filter((f) => f.manager === RECONCILER_FIELD_MANAGER).map(time));
+  const others = entries.filter((f) => f.manager !== RECONCILER_FIELD_MANAGER && time(f) > ours);
+  return others.length > 0 ? { dataEditedBy: [...new Set(others.map((f) => f.manager ?? 'unknown'))].sort() } : {};
 }
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
@@ -202,7 +225,8 @@ export function planPrivateSecret(
   const version = privateVersion(key, uid, files);
   if (!existing) return { kind: 'create', name, body: privateSecretBody(cluster, files, mac, version) };
   const annotations = existing.metadata.annotations;
-  if (annotations?.[ANNOTATION_PRIVATE_CONTENT_MAC] === mac) return undefined;
+  const editedBy = existing.metadata.dataEditedBy;
+  if (annotations?.[ANNOTATION_PRIVATE_CONTENT_MAC] === mac && !editedBy?.length) return undefined;
   const guard = testIdentity(existing.metadata);
   if (guard.length < 2) throw new Error(`private Secret ${name}: cached copy has no uid or resourceVersion`);
   return {
@@ -215,5 +239,6 @@ export function planPrivateSecret(
         ? { op: 'add', path: pointer('metadata', 'annotations', ANNOTATION_PRIVATE_CONTENT_MAC), value: mac }
         : { op: 'add', path: '/metadata/annotations', value: { [ANNOTATION_PRIVATE_CONTENT_MAC]: mac } },
     ],
+    ...(editedBy?.length ? { editedBy } : {}),
   };
 }

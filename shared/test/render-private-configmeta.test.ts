@@ -164,6 +164,36 @@ describe('planning the private Secret', () => {
     });
   });
 
+  it('a data write by another field manager after the reconciler last wrote it: written again, naming who', () => {
+    const entry = (manager: string, time: string, data = true) => ({
+      manager,
+      operation: 'Update',
+      time,
+      fieldsV1: data ? { 'f:data': { 'f:priv_configmeta.json': {} } } : { 'f:metadata': { 'f:labels': {} } },
+    });
+    const ours = entry('kd-connections-reconciler', '2026-12-06T10:00:00Z');
+    // Someone's later data write; a later label edit and an earlier data write are not edits of the content.
+    const edited = cached({ managedFields: [ours, entry('kubectl-edit', '2026-12-06T10:05:00Z')] });
+    expect(edited.metadata.dataEditedBy).toEqual(['kubectl-edit']);
+    expect(JSON.stringify(edited)).not.toContain('f:priv_configmeta.json');
+    for (const other of [
+      entry('kubectl-label', '2026-12-06T10:05:00Z', false),
+      entry('kubectl-edit', '2026-12-06T09:00:00Z'),
+    ])
+      expect(cached({ managedFields: [ours, other] }).metadata.dataEditedBy).toBeUndefined();
+    // Put back in the same second as the edit: repaired (no second write).
+    expect(
+      cached({ managedFields: [entry('kubectl-edit', '2026-12-06T10:00:00Z'), ours] }).metadata.dataEditedBy,
+    ).toBeUndefined();
+    // Same MAC (the annotation was left alone), but edited: one patch of the whole data, naming the editor.
+    const w = planPrivateSecret(cluster, files, edited, TEST_DIGEST_KEY);
+    expect(w?.kind === 'patch' && { editedBy: w.editedBy, data: w.ops[2]?.path }).toEqual({
+      editedBy: ['kubectl-edit'],
+      data: '/data',
+    });
+    expect(planPrivateSecret(cluster, files, cached({ managedFields: [ours] }), TEST_DIGEST_KEY)).toBeUndefined();
+  });
+
   it('missing: created with owner, labels and MAC; not needed: deleted on its uid; an earlier owner: deleted', () => {
     const created = planPrivateSecret(cluster, files, undefined, TEST_DIGEST_KEY);
     expect(created?.kind === 'create' && created.body.metadata).toMatchObject({

@@ -217,6 +217,39 @@ describe('restart and removal', () => {
     expect(files(s).doc.connections.secrets.creds[0].data.token).toBe(b64(VALUE_2));
   });
 
+  it('is written again when someone edits its data by hand, and a Warning says who (one patch)', async () => {
+    await quiet();
+    const before = (await privateSecret())!;
+    const forged = JSON.stringify({ connections: { secrets: { creds: [{ data: { token: b64('forged') } }] } } });
+    const since = new Date();
+    await kubectlOk(env, [
+      'patch',
+      'secret',
+      PRIVATE,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ data: { 'priv_configmeta.json': b64(forged) } }),
+    ]);
+    const repaired = await eventually('written again', async () => {
+      const s = (await privateSecret())!;
+      return s.data['priv_configmeta.json'] === before.data['priv_configmeta.json'] &&
+        s.metadata.resourceVersion !== before.metadata.resourceVersion
+        ? s
+        : undefined;
+    });
+    expect(repaired.data).toEqual(before.data);
+    const event = await eventually('a PrivateSecretEdited Warning', async () => {
+      const list = await getJson(env, ['events.events.k8s.io']);
+      return list.items.find((e: any) => e.reason === 'PrivateSecretEdited' && e.regarding?.name === 'nb');
+    });
+    expect(event.type).toBe('Warning');
+    expect(event.note).toContain(`${PRIVATE} was changed by kubectl-patch`);
+    expect(event.note).not.toContain('forged');
+    await quiet();
+    const w = reconcilerWrites(since).filter((e) => e.objectRef?.resource === 'secrets');
+    expect(w.map((e) => [e.verb, e.objectRef?.name, e.responseStatus?.code])).toEqual([['patch', PRIVATE, 200]]);
+  });
+
   it('disappears when the cluster no longer connects a Secret (one delete)', async () => {
     await quiet();
     const since = new Date();
