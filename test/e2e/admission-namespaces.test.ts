@@ -12,6 +12,7 @@ import { createNamespace } from '../support/namespaces.js';
 import { metricSum } from '../support/prometheus-text.js';
 import { send } from '../reliability/admission-support.js';
 import { installCrds } from '../support/crds.js';
+import { EXISTENCE_PROBES, kdclusterReview } from '../support/kdcluster-review.js';
 import { eventually, ok, repoPath } from '../support/processes.js';
 import { startAdmission, type RunningAdmission } from '../support/services.js';
 
@@ -39,8 +40,6 @@ afterAll(async () => {
     .catch(() => undefined);
 });
 
-const UID = '5c0be000-0000-4000-8000-00000000000b';
-
 async function post(path: string, review: unknown): Promise<{ status: number; body: string }> {
   const body = Buffer.from(JSON.stringify(review));
   const headers = { 'Content-Type': 'application/json', 'Content-Length': body.length };
@@ -48,42 +47,10 @@ async function post(path: string, review: unknown): Promise<{ status: number; bo
   return { status: r.status, body: r.body.toString('utf8') };
 }
 
-/** A kdcluster CREATE in `namespace` (request and object alike, as the API server sends it). */
-function clusterReview(namespace: string, spec: Record<string, unknown>, objectNamespace = namespace) {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: UID,
-      kind: { group: 'kubedirector.hpe.com', version: 'v1beta1', kind: 'KubeDirectorCluster' },
-      resource: { group: 'kubedirector.hpe.com', version: 'v1beta1', resource: 'kubedirectorclusters' },
-      operation: 'CREATE',
-      namespace,
-      name: 'probe',
-      object: {
-        apiVersion: 'kubedirector.hpe.com/v1beta1',
-        kind: 'KubeDirectorCluster',
-        metadata: { name: 'probe', namespace: objectNamespace },
-        spec,
-      },
-    },
-  };
-}
-
-/** Pairs of probes: the first names an object that exists in both namespaces, the second one that does not. */
-const PROBES: [what: string, exists: Record<string, unknown>, missing: Record<string, unknown>][] = [
-  ['app', { app: 'postgres' }, { app: 'no-such-app' }],
-  [
-    'ConfigMap',
-    { app: 'jupyter-notebook', connections: { configmaps: ['model-prediction'] } },
-    { app: 'jupyter-notebook', connections: { configmaps: ['no-such-cm'] } },
-  ],
-  [
-    'Secret',
-    { app: 'jupyter-notebook', connections: { secrets: ['scm-creds'] } },
-    { app: 'jupyter-notebook', connections: { secrets: ['no-such-secret'] } },
-  ],
-];
+const UID = '5c0be000-0000-4000-8000-00000000000b';
+const clusterReview = (namespace: string, spec: Record<string, unknown>, objectNamespace = namespace) =>
+  kdclusterReview(namespace, spec, { uid: UID, objectNamespace });
+const PROBES = EXISTENCE_PROBES;
 
 const lookups = async () => metricSum(await svc.metrics(), 'kd_admission_lookups_total');
 

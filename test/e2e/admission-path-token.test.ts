@@ -10,6 +10,7 @@ import { AdmissionregistrationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { PATH_TOKEN_KEY } from '@kd-connections/certs';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
+import { EXISTENCE_PROBES, kdclusterReview } from '../support/kdcluster-review.js';
 import { metricSum } from '../support/prometheus-text.js';
 import { eventually, ok, repoPath, sleep } from '../support/processes.js';
 import { type RunningAdmission } from '../support/services.js';
@@ -72,41 +73,9 @@ const expectedUrls = (t: string) =>
     .map((name) => `${name} https://127.0.0.1:${balancer.port}/t/${t}/${name.split('.')[0]}`)
     .sort();
 
-const UID = '5c0be000-0000-4000-8000-00000000000c';
-/** A kdcluster CREATE as the API server would send it. */
-const review = (spec: Record<string, unknown>) => ({
-  apiVersion: 'admission.k8s.io/v1',
-  kind: 'AdmissionReview',
-  request: {
-    uid: UID,
-    kind: { group: 'kubedirector.hpe.com', version: 'v1beta1', kind: 'KubeDirectorCluster' },
-    resource: { group: 'kubedirector.hpe.com', version: 'v1beta1', resource: 'kubedirectorclusters' },
-    operation: 'CREATE',
-    namespace: env.namespace,
-    name: 'probe',
-    object: {
-      apiVersion: 'kubedirector.hpe.com/v1beta1',
-      kind: 'KubeDirectorCluster',
-      metadata: { name: 'probe', namespace: env.namespace },
-      spec,
-    },
-  },
-});
-
-/** Objects that exist next to ones that do not: the probes of the oracle. */
-const PROBES: [what: string, exists: Record<string, unknown>, missing: Record<string, unknown>][] = [
-  ['app', { app: 'postgres' }, { app: 'no-such-app' }],
-  [
-    'ConfigMap',
-    { app: 'jupyter-notebook', connections: { configmaps: ['model-prediction'] } },
-    { app: 'jupyter-notebook', connections: { configmaps: ['no-such-cm'] } },
-  ],
-  [
-    'Secret',
-    { app: 'jupyter-notebook', connections: { secrets: ['scm-creds'] } },
-    { app: 'jupyter-notebook', connections: { secrets: ['no-such-secret'] } },
-  ],
-];
+const review = (spec: Record<string, unknown>) =>
+  kdclusterReview(env.namespace, spec, { uid: '5c0be000-0000-4000-8000-00000000000c' });
+const PROBES = EXISTENCE_PROBES;
 
 async function post(replica: RunningAdmission, path: string, body: unknown): Promise<{ status: number; body: string }> {
   const bytes = Buffer.from(JSON.stringify(body));
