@@ -100,6 +100,12 @@ export function containerArgs(deployment: Doc): string[] {
   return deployment.spec.template.spec.containers[0].args as string[];
 }
 
+/** The chart's args without those of bootstrap mode (its Secret, Service, configurations, path token). */
+export function withoutBootstrapArgs(args: string[]): string[] {
+  const bootstrapOnly = ['--tls-', '--service-', '--webhook-configurations', '--webhook-path-token'];
+  return args.filter((a) => !bootstrapOnly.some((p) => a.startsWith(p)));
+}
+
 /** Replaces (or adds) `--flag=value` arguments; `undefined` drops the flag. */
 export function withArgs(args: string[], overrides: Record<string, string | undefined>): string[] {
   const kept = args.filter((a) => !Object.keys(overrides).some((f) => a === `--${f}` || a.startsWith(`--${f}=`)));

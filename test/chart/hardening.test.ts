@@ -39,6 +39,7 @@ import {
   serviceAccountKubeconfig,
   startLoopbackAdmission,
   withArgs,
+  withoutBootstrapArgs,
   type Doc,
   type LoopbackAdmission,
 } from './chart-support.js';
@@ -275,9 +276,7 @@ describe('admission with watchNamespaces: namespaced rights, and the service run
       valuesFile,
       ...['--set', 'webhook.url=', '--set', 'webhook.caBundle=', '--set', 'certificates.mode=bootstrap'],
     ]);
-    const chartArgs = containerArgs(one(docs, 'Deployment', `${fullname}-admission`)).filter(
-      (a) => !a.startsWith('--tls-') && !a.startsWith('--service-') && !a.startsWith('--webhook-configurations'),
-    );
+    const chartArgs = withoutBootstrapArgs(containerArgs(one(docs, 'Deployment', `${fullname}-admission`)));
     expect(chartArgs).toContain(`--namespaces=${apps}`);
     // Ready = every cache listed with this token (they would be forbidden cluster-wide).
     admission = await startLoopbackAdmission(env, dir, chartArgs, kubeconfig, port);
@@ -321,9 +320,7 @@ describe('client-certificate authentication (admission.clientAuth)', () => {
     // The CA file the chart mounts from its ConfigMap, and the chart's args, on loopback.
     const cm = one(docs, 'ConfigMap', `${fullname}-admission-client-ca`);
     expect(cm.data['ca.crt'].trim()).toBe(clientCa.certPem.replace(/\r\n/g, '\n').trim());
-    const chartArgs = containerArgs(dep).filter(
-      (a) => !a.startsWith('--tls-') && !a.startsWith('--service-') && !a.startsWith('--webhook-configurations'),
-    );
+    const chartArgs = withoutBootstrapArgs(containerArgs(dep));
     expect(chartArgs).toEqual(
       expect.arrayContaining([
         '--client-ca-file=/etc/kd-connections/client-ca/ca.crt',

@@ -35,7 +35,7 @@ import { useTestEnv } from '../support/cluster.js';
 import { repoRoot, run, type ServiceProcess } from '../support/processes.js';
 import { startAdmission, startReconciler } from '../support/services.js';
 import { freePort } from '../controlplane/net.js';
-import { containerArgs, helmTemplate, one, withArgs, type Doc } from '../chart/chart-support.js';
+import { containerArgs, helmTemplate, one, withArgs, withoutBootstrapArgs, type Doc } from '../chart/chart-support.js';
 import { installCrds } from '../support/crds.js';
 
 const env = useTestEnv();
@@ -236,7 +236,7 @@ describe('the built services as uid 65532 without a writable filesystem', () => 
     const asNobody = { prefix: AS_NOBODY, cwd: dir, root: stage, kubeconfig, waitReady: false };
     const admission = await startAdmission(
       env,
-      withArgs(containerArgs(admissionDeployment), {
+      withArgs(withoutBootstrapArgs(containerArgs(admissionDeployment)), {
         port: String(port),
         'bind-address': '127.0.0.1',
         // files mode: the chart's default bootstrap mode writes a Secret, not a file; files are what
