@@ -14,6 +14,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { routeBehindToken } from '@kd-connections/certs';
 import { errorMessage, type Logger } from '@kd-connections/shared';
 import { parseAdmissionReview, type AdmissionReview } from './admission-review.js';
+import type { BodyGarbage } from './body-garbage.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';
 import { discardRest, MAX_BODY_BYTES, parseJson, precheck, readBody } from './request-body.js';
 import type { NamespaceScope } from './namespace-scope.js';
@@ -47,7 +48,12 @@ export interface AppOptions {
    * and the bare webhook paths are unknown. Absent: the bare paths.
    */
   pathTokens?: () => readonly string[];
+  /** Told when a large body (LARGE_BODY_BYTES or more declared) was read and answered, and of drained bytes. */
+  garbage?: Pick<BodyGarbage, 'afterLargeReview' | 'dropped'>;
 }
+
+/** A body this large leaves tens of MiB of garbage (its bytes, its text, its parse). */
+export const LARGE_BODY_BYTES = 1024 * 1024;
 
 export function createApp(opts: AppOptions): RequestListener {
   const app = express();
@@ -106,7 +112,13 @@ export function createApp(opts: AppOptions): RequestListener {
       if (tokens) {
         // No body is read: a caller without the token learns nothing but that this path is not served.
         opts.metrics.pathRefused.inc();
-        return answerThenDrain(req, res, 404, 'no webhook at this path');
+        return answerThenDrain(
+          req,
+          res,
+          404,
+          'no webhook at this path',
+          opts.garbage && ((n) => opts.garbage!.dropped(n)),
+        );
       }
     }
     app(req, res);
@@ -131,7 +143,13 @@ function text(res: ServerResponse, status: number, body: string): void {
  * dropped (bounded, see discardRest), as Go's lingering close does: a connection closed with unread data
  * sends a TCP reset, and a client still writing its body would get EPIPE instead of reading the answer.
  */
-function answerThenDrain(req: IncomingMessage, res: ServerResponse, status: number, body: string): void {
+function answerThenDrain(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  body: string,
+  onDropped?: (bytes: number) => void,
+): void {
   if (req.complete) return text(res, status, body);
   const bytes = Buffer.from(body + '\n', 'utf8');
   // Closed after the answer even when kept alive: what the drain leaves unread (past its bounds) must
@@ -142,7 +160,7 @@ function answerThenDrain(req: IncomingMessage, res: ServerResponse, status: numb
     Connection: 'close',
   });
   res.write(bytes);
-  void discardRest(req).then(() => res.end());
+  void discardRest(req, { onDropped }).then(() => res.end());
 }
 
 /** A JSON answer (what Express's res.json() wrote: same content type, no ETag). */
@@ -162,13 +180,14 @@ async function serveReview(
 ): Promise<void> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+  const dropped = opts.garbage && ((n: number) => opts.garbage!.dropped(n));
   const refuse = (status: number, message: string, reason: string) => {
     const result: RequestResult = status >= 500 ? 'error' : 'rejected';
     opts.metrics.observe(webhook.name, 'unknown', result, seconds());
     // The reason code, never the message: a JSON parser message quotes the body.
     opts.log.warn('review refused', { webhook: webhook.name, status, reason });
     // An unread or half-read body cannot be skipped on a kept-alive connection: closed after the answer.
-    answerThenDrain(req, res, status, message);
+    answerThenDrain(req, res, status, message, dropped);
   };
 
   const early = precheck(req, limit);
@@ -186,7 +205,7 @@ async function serveReview(
     opts.metrics.observe(webhook.name, 'unknown', 'rejected', seconds());
     opts.log.warn('review refused', { webhook: webhook.name, status: 429, reason: `busy-${got.reason}` });
     res.setHeader('Retry-After', '1');
-    return answerThenDrain(req, res, 429, got.message);
+    return answerThenDrain(req, res, 429, got.message, dropped);
   }
   try {
     await decideReview(webhook, req, res, opts, limit, draining, {
@@ -197,6 +216,8 @@ async function serveReview(
     });
   } finally {
     got?.release();
+    // Its body was read: the next large one must not pile its garbage on this one's.
+    if (got && declared >= LARGE_BODY_BYTES) opts.garbage?.afterLargeReview();
   }
 }
 

@@ -111,7 +111,11 @@ export const DISCARD_MAX_MS = 500;
  * with a lingering close). Bounded in bytes and time, so a body that never ends still gets its answer;
  * nothing is kept in memory.
  */
-export function discardRest(req: IncomingMessage, maxBytes = DISCARD_MAX_BYTES, maxMs = DISCARD_MAX_MS): Promise<void> {
+export function discardRest(
+  req: IncomingMessage,
+  o: { maxBytes?: number; maxMs?: number; onDropped?: ((bytes: number) => void) | undefined } = {},
+): Promise<void> {
+  const { maxBytes = DISCARD_MAX_BYTES, maxMs = DISCARD_MAX_MS, onDropped } = o;
   return new Promise((resolve) => {
     if (req.complete || req.destroyed) return resolve();
     // A declared body larger than what would be dropped is answered at once: waiting could not help.
@@ -128,6 +132,7 @@ export function discardRest(req: IncomingMessage, maxBytes = DISCARD_MAX_BYTES, 
     };
     const onData = (chunk: Buffer) => {
       dropped += chunk.length;
+      onDropped?.(chunk.length);
       if (dropped > maxBytes) done();
     };
     const timer = setTimeout(done, maxMs);

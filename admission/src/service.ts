@@ -18,6 +18,7 @@ import {
   type Logger,
 } from '@kd-connections/shared';
 import { createApp, type Readiness } from './app.js';
+import { BodyGarbage } from './body-garbage.js';
 import { AdmissionCaches } from './caches.js';
 import type { AdmissionConfig } from './config.js';
 import { AdmissionMetrics } from './metrics.js';
@@ -186,6 +187,7 @@ export class AdmissionService implements CertificateSink {
       limiter,
       reviewDeadlineMs: config.reviewDeadlineMs,
       ...(config.webhookPathToken ? { pathTokens: () => this.source.pathTokens?.() ?? [] } : {}),
+      garbage: new BodyGarbage(),
     });
     this.server = new AdmissionServer({
       app,

@@ -8,13 +8,10 @@
  * interval: when the event loop was nearly idle over it and the heap in use has grown by `minGrowthBytes`
  * since the last collection, one full collection of the kind V8 runs under memory pressure (it compacts
  * and returns free pages to the system); and one right after the caches sync, the end of the largest
- * burst. A busy process is left to V8's own heuristics. The collector is V8's gc extension, exposed to one
- * new context only (the idiom jest's leak detector uses), so no node flag is needed.
+ * burst. A busy process is left to V8's own heuristics. The collection is shared's fullCollection.
  */
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import type { Logger } from '@kd-connections/shared';
+import { fullCollection, type Logger } from '@kd-connections/shared';
 
 export interface HeapReading {
   /** Event-loop utilization (0–1) since the previous check. */
@@ -35,18 +32,6 @@ export const DEFAULT_HEAP_RELEASE_POLICY: HeapReleasePolicy = { quietUtilization
 /** Whether a check should collect: quiet now, after enough growth (garbage or not) since the last one. */
 export function shouldRelease(r: HeapReading, p: HeapReleasePolicy = DEFAULT_HEAP_RELEASE_POLICY): boolean {
   return r.utilization < p.quietUtilization && r.heapUsed - r.heapUsedAfterLast >= p.minGrowthBytes;
-}
-
-type GcFunction = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
-
-let gcFunction: GcFunction | undefined;
-function collector(): GcFunction {
-  if (!gcFunction) {
-    setFlagsFromString('--expose-gc');
-    gcFunction = runInNewContext('gc') as GcFunction;
-    setFlagsFromString('--no-expose-gc');
-  }
-  return gcFunction;
 }
 
 export interface HeapReleaseOptions {
@@ -91,7 +76,7 @@ export class HeapRelease {
   releaseNow(reason: string): void {
     const before = process.memoryUsage();
     const t = performance.now();
-    collector()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    fullCollection();
     const ms = performance.now() - t;
     const after = process.memoryUsage();
     this.heapUsedAfterLast = after.heapUsed;

@@ -42,6 +42,7 @@ export * from './k8s/event-recorder.js';
 export * from './k8s/cached-lookup.js';
 export * from './k8s/content-cache.js';
 export * from './flags.js';
+export * from './full-collection.js';
 export * from './kubedirector-presence.js';
 export * from './k8s/kubedirector-guard.js';
 export * from './guestconfig-sidecar-program.js';

@@ -15,7 +15,9 @@
  * ConfigMap metadata — so a big install is not OOM-killed by its own heap cap):
  * V8 otherwise lets the garbage of a flood of large reviews pile up before collecting it. A flood of 100
  * reviews at the body limit (test/reliability/admission-hostile-load.test.ts, review limits in place):
- * peak RSS 237-285 MiB with Node's defaults, 170-184 MiB with a 64 MiB old generation (see docs/reliability.md for the figure at 128). Raise it with --max-in-flight-mib.
+ * peak RSS 237-285 MiB with Node's defaults, 170-184 MiB with a 64 MiB old generation; the garbage of
+ * large bodies is now also collected as it is made (admission/src/body-garbage.ts; docs/reliability.md
+ * has the figures). Raise it with --max-in-flight-mib.
  */
 export const SERVICE_NODE_FLAGS: Record<'admission' | 'reconciler', readonly string[]> = {
   admission: ['--max-semi-space-size=8', '--max-old-space-size=128'],

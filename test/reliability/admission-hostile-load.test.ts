@@ -108,10 +108,10 @@ afterAll(async () => {
 });
 
 describe('1. memory: reviews built to make the service hold as much as it can', () => {
-  it('100 concurrent kdapp reviews at the body limit with megabyte version ranges: RSS under the chart limit, ready, legitimate reviews answered', async () => {
-    // The issue asks for 60 % of the limit; measured 66-72 % (docs/reliability.md). What is asserted is
-    // the line that matters, the OOM kill: before the fix the same flood took 1,404 MiB.
-    const bound = CHART_LIMIT_MIB;
+  it('100 concurrent kdapp reviews at the body limit with megabyte version ranges: peak RSS under 60 % of the chart limit, ready, legitimate reviews answered', async () => {
+    // 60 % of the chart's limit (issue 27 item 1): before the review limits the same flood took 1,404 MiB,
+    // before the collections after large bodies (body-garbage.ts) 175-228 MiB (docs/reliability.md).
+    const bound = 0.6 * CHART_LIMIT_MIB;
     const before = procStatus(svc.pid);
     const answeredByService = async () =>
       metricSum(await svc.metrics(), 'kd_admission_requests_total', { webhook: 'validate-kdapp' });
