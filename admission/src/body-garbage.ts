@@ -1,10 +1,10 @@
 /**
  * Collects the garbage large request bodies leave, before the next one piles its own on top. V8 collects
  * when allocation asks for it, and counts a Buffer's bytes (outside its heap) only loosely: a flood of
- * reviews at the body limit left 30-90 MiB of dead bodies, texts and parses behind before it ran, and
+ * reviews at the body limit left tens of MiB of dead bodies, texts and parses behind before it ran, and
  * with them the admission process past 60 % of its memory limit (docs/reliability.md, "Hostile reviews").
  *  - after a large review was read and answered (one is in flight at a time, see ReviewLimiter): one full
- *    collection, ~10-20 ms, only ever caused by bodies of a MiB or more;
+ *    collection, only ever caused by bodies of a MiB or more;
  *  - while refused bodies are drained (read and dropped, see discardRest): a young-generation collection
  *    per DRAINED_BYTES_PER_MINOR, which frees the chunks' wrappers and with them their bytes.
  */
