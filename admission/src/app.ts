@@ -112,13 +112,7 @@ export function createApp(opts: AppOptions): RequestListener {
       if (tokens) {
         // No body is read: a caller without the token learns nothing but that this path is not served.
         opts.metrics.pathRefused.inc();
-        return answerThenDrain(
-          req,
-          res,
-          404,
-          'no webhook at this path',
-          opts.garbage && ((n) => opts.garbage!.dropped(n)),
-        );
+        return answerThenDrain(req, res, 404, 'no webhook at this path', opts.garbage);
       }
     }
     app(req, res);
@@ -148,7 +142,7 @@ function answerThenDrain(
   res: ServerResponse,
   status: number,
   body: string,
-  onDropped?: (bytes: number) => void,
+  garbage?: Pick<BodyGarbage, 'dropped'>,
 ): void {
   if (req.complete) return text(res, status, body);
   const bytes = Buffer.from(body + '\n', 'utf8');
@@ -160,7 +154,7 @@ function answerThenDrain(
     Connection: 'close',
   });
   res.write(bytes);
-  void discardRest(req, { onDropped }).then(() => res.end());
+  void discardRest(req, { onDropped: garbage && ((n) => garbage.dropped(n)) }).then(() => res.end());
 }
 
 /** A JSON answer (what Express's res.json() wrote: same content type, no ETag). */
@@ -180,14 +174,13 @@ async function serveReview(
 ): Promise<void> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
-  const dropped = opts.garbage && ((n: number) => opts.garbage!.dropped(n));
   const refuse = (status: number, message: string, reason: string) => {
     const result: RequestResult = status >= 500 ? 'error' : 'rejected';
     opts.metrics.observe(webhook.name, 'unknown', result, seconds());
     // The reason code, never the message: a JSON parser message quotes the body.
     opts.log.warn('review refused', { webhook: webhook.name, status, reason });
     // An unread or half-read body cannot be skipped on a kept-alive connection: closed after the answer.
-    answerThenDrain(req, res, status, message, dropped);
+    answerThenDrain(req, res, status, message, opts.garbage);
   };
 
   const early = precheck(req, limit);
@@ -205,7 +198,7 @@ async function serveReview(
     opts.metrics.observe(webhook.name, 'unknown', 'rejected', seconds());
     opts.log.warn('review refused', { webhook: webhook.name, status: 429, reason: `busy-${got.reason}` });
     res.setHeader('Retry-After', '1');
-    return answerThenDrain(req, res, 429, got.message, dropped);
+    return answerThenDrain(req, res, 429, got.message, opts.garbage);
   }
   try {
     await decideReview(webhook, req, res, opts, limit, draining, {
