@@ -229,6 +229,7 @@ async function main(): Promise<number> {
     let inFlight = 0;
     let tmpSeq = 0;
     const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
+    const recreating = new Set<string>();
     const dryCreate = (name: string, spec: Record<string, unknown>) =>
       api.request<any>('POST', `${G}/namespaces/${ns}/kubedirectorclusters`, {
         query: { dryRun: 'All' },
@@ -300,26 +301,38 @@ async function main(): Promise<number> {
         'member pod delete + create',
         5,
         async () => {
-          const c = pick(clusters);
+          // One recreation of a pod at a time: a second one's delete would find it gone (404), the
+          // harness's own race, not the product's.
+          const free = clusters.filter((x) => !recreating.has(`${x}-1`));
+          if (free.length === 0) return;
+          const c = pick(free);
           const name = `${c}-1`;
-          await api.request('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { query: { gracePeriodSeconds: 0 } });
-          for (let attempt = 0; ; attempt++) {
-            try {
-              const pod = await api.request<any>('POST', `/api/v1/namespaces/${ns}/pods`, {
-                body: memberPod(name, c, 'controller', { mutated: false }),
-              });
-              if (!(pod.spec?.volumes ?? []).some((v: any) => v.name === 'kd-configmeta'))
-                throw new Error('member pod not mutated (no configmeta volume)');
-              return;
-            } catch (e) {
-              // The delete may still be in progress (409 AlreadyExists): that is not a failure.
-              if (errorStatus(e) !== 409 || attempt > 20) throw e;
-              await new Promise((r) => setTimeout(r, 100));
-            }
+          recreating.add(name);
+          try {
+            await recreate(c, name);
+          } finally {
+            recreating.delete(name);
           }
         },
       ],
     ];
+    async function recreate(c: string, name: string): Promise<void> {
+      await api.request('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { query: { gracePeriodSeconds: 0 } });
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const pod = await api.request<any>('POST', `/api/v1/namespaces/${ns}/pods`, {
+            body: memberPod(name, c, 'controller', { mutated: false }),
+          });
+          if (!(pod.spec?.volumes ?? []).some((v: any) => v.name === 'kd-configmeta'))
+            throw new Error('member pod not mutated (no configmeta volume)');
+          return;
+        } catch (e) {
+          // The delete may still be in progress (409 AlreadyExists): that is not a failure.
+          if (errorStatus(e) !== 409 || attempt > 20) throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    }
     if (values.hostile) OPS.push(...hostileOps({ env, admission, api, ns, clusters }));
     const total = OPS.reduce((s, o) => s + o[1], 0);
     const choose = () => {
