@@ -4,14 +4,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createLogger } from '@kd-connections/shared';
 import { createApp, LARGE_BODY_BYTES } from '../src/app.js';
 import { BodyGarbage, DRAINED_BYTES_PER_MINOR } from '../src/body-garbage.js';
 import { AdmissionMetrics } from '../src/metrics.js';
 import { ReviewLimiter } from '../src/review-limiter.js';
 import { WEBHOOKS } from '../src/webhooks/index.js';
-import { exampleWorld, fixture } from './support.js';
+import { exampleWorld, fixture, serveOnLoopback } from './support.js';
 
 describe('BodyGarbage', () => {
   it('a full collection after each large review; a minor one per 8 MiB drained', () => {
@@ -24,7 +23,7 @@ describe('BodyGarbage', () => {
 });
 
 describe('the HTTP edge tells it', () => {
-  let server: http.Server;
+  let served: Awaited<ReturnType<typeof serveOnLoopback>>;
   let port: number;
   const told = { large: 0, dropped: 0 };
   // One turn, held by the test when it wants the next review told "busy".
@@ -40,14 +39,10 @@ describe('the HTTP edge tells it', () => {
       limiter,
       garbage: { afterLargeReview: () => void told.large++, dropped: (n) => void (told.dropped += n) },
     });
-    server = http.createServer(app);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    port = (server.address() as AddressInfo).port;
+    served = await serveOnLoopback(app);
+    port = served.port;
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  });
+  afterAll(() => served.close());
 
   const post = (body: Buffer): Promise<number> =>
     new Promise((ok, fail) => {

@@ -5,15 +5,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { newPathToken, tokenPath } from '@kd-connections/certs';
 import { createLogger } from '@kd-connections/shared';
 import { createApp } from '../src/app.js';
 import { AdmissionMetrics } from '../src/metrics.js';
 import { WEBHOOKS } from '../src/webhooks/index.js';
-import { exampleWorld, fixture } from './support.js';
+import { exampleWorld, fixture, serveOnLoopback } from './support.js';
 
-let server: http.Server;
+let served: Awaited<ReturnType<typeof serveOnLoopback>>;
 let port: number;
 const metrics = new AdmissionMetrics();
 const world = exampleWorld();
@@ -29,15 +28,11 @@ beforeAll(async () => {
     readiness: () => ({ ready: true, reasons: [] }),
     pathTokens: () => tokens,
   });
-  server = http.createServer(app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  port = (server.address() as AddressInfo).port;
+  served = await serveOnLoopback(app);
+  port = served.port;
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => served.close());
 
 function post(path: string, body: string | Buffer): Promise<{ status: number; body: string; connection?: string }> {
   return new Promise((ok, fail) => {

@@ -17,6 +17,8 @@ import {
   type RuleOptions,
 } from '@kd-connections/shared';
 import type { WebhookDeps } from '../src/webhook.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 export const NS = 'ml';
 export const SYSTEM_NS = 'kd-system';
@@ -120,4 +122,19 @@ export function exampleWorld(): World {
 
 export function decodePatch(patch: string | undefined): unknown {
   return patch === undefined ? undefined : JSON.parse(Buffer.from(patch, 'base64').toString('utf8'));
+}
+
+/** A request listener served on a loopback port, for tests of the HTTP edge; close() ends every connection. */
+export async function serveOnLoopback(
+  listener: http.RequestListener,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server = http.createServer(listener);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }
