@@ -49,7 +49,7 @@ export interface AppOptions {
    */
   pathTokens?: () => readonly string[];
   /** Told when a large body (LARGE_BODY_BYTES or more declared) was read and answered, and of drained bytes. */
-  garbage?: Pick<BodyGarbage, 'afterLargeReview' | 'dropped'>;
+  garbage?: Pick<BodyGarbage, 'afterLargeReview' | 'consumed'>;
 }
 
 /** A body this large leaves tens of MiB of garbage (its bytes, its text, its parse). */
@@ -142,7 +142,7 @@ function answerThenDrain(
   res: ServerResponse,
   status: number,
   body: string,
-  garbage?: Pick<BodyGarbage, 'dropped'>,
+  garbage?: Pick<BodyGarbage, 'consumed'>,
 ): void {
   if (req.complete) return text(res, status, body);
   const bytes = Buffer.from(body + '\n', 'utf8');
@@ -154,7 +154,7 @@ function answerThenDrain(
     Connection: 'close',
   });
   res.write(bytes);
-  void discardRest(req, { onDropped: garbage && ((n) => garbage.dropped(n)) }).then(() => res.end());
+  void discardRest(req, { onDropped: garbage && ((n) => garbage.consumed(n)) }).then(() => res.end());
 }
 
 /** A JSON answer (what Express's res.json() wrote: same content type, no ETag). */
@@ -230,7 +230,7 @@ async function decideReview(
 ): Promise<void> {
   const { refuse } = at;
   const seconds = () => Number(process.hrtime.bigint() - at.started) / 1e9;
-  const parsed = await readReview(req, limit);
+  const parsed = await readReview(req, limit, opts.garbage);
   if (!parsed.ok) return refuse(parsed.status, parsed.message, parsed.reason);
 
   const request = parsed.review.request;
@@ -283,8 +283,9 @@ async function decideReview(
 async function readReview(
   req: IncomingMessage,
   limit: number,
+  garbage?: Pick<BodyGarbage, 'consumed'>,
 ): Promise<{ ok: true; review: AdmissionReview } | { ok: false; status: number; message: string; reason: string }> {
-  const body = await readBody(req, limit);
+  const body = await readBody(req, limit, garbage && ((n) => garbage.consumed(n)));
   if (!body.ok) return body;
   const json = parseJson(body.body);
   if (!json.ok) return { ok: false, status: 400, message: json.message, reason: json.reason };

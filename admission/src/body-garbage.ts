@@ -5,12 +5,13 @@
  * with them the admission process past 60 % of its memory limit (docs/reliability.md, "Hostile reviews").
  *  - after a large review was read and answered (one is in flight at a time, see ReviewLimiter): one full
  *    collection, only ever caused by bodies of a MiB or more;
- *  - while refused bodies are drained (read and dropped, see discardRest): a young-generation collection
- *    per DRAINED_BYTES_PER_MINOR, which frees the chunks' wrappers and with them their bytes.
+ *  - while bodies are read (each chunk copied into the review's buffer) or drained (refused bodies, read
+ *    and dropped, see discardRest): a young-generation collection per BODY_BYTES_PER_MINOR, which frees
+ *    the chunks' wrappers and with them their bytes, so a 7 MiB body never has its chunks lying beside it.
  */
 import { fullCollection, minorCollection } from '@kd-connections/shared';
 
-export const DRAINED_BYTES_PER_MINOR = 8 * 2 ** 20;
+export const BODY_BYTES_PER_MINOR = 2 ** 20;
 
 export interface BodyGarbageCollectors {
   full(): void;
@@ -18,7 +19,7 @@ export interface BodyGarbageCollectors {
 }
 
 export class BodyGarbage {
-  private drained = 0;
+  private consumedBytes = 0;
 
   constructor(private readonly collect: BodyGarbageCollectors = { full: fullCollection, minor: minorCollection }) {}
 
@@ -27,11 +28,11 @@ export class BodyGarbage {
     this.collect.full();
   }
 
-  /** Bytes of a refused body were read and dropped. */
-  dropped(bytes: number): void {
-    this.drained += bytes;
-    if (this.drained < DRAINED_BYTES_PER_MINOR) return;
-    this.drained = 0;
+  /** A chunk of a request body was copied or dropped: its bytes are garbage now. */
+  consumed(bytes: number): void {
+    this.consumedBytes += bytes;
+    if (this.consumedBytes < BODY_BYTES_PER_MINOR) return;
+    this.consumedBytes = 0;
     this.collect.minor();
   }
 }

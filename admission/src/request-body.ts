@@ -47,8 +47,15 @@ export function precheck(req: IncomingMessage, limit = MAX_BODY_BYTES): BodyResu
   return undefined;
 }
 
-/** Reads the body, stopping (and pausing the socket) as soon as it passes `limit`. */
-export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<BodyResult> {
+/**
+ * Reads the body, stopping (and pausing the socket) as soon as it passes `limit`. `onChunk` is told the
+ * size of each chunk copied into the body's buffer (the chunk is garbage from then on).
+ */
+export function readBody(
+  req: IncomingMessage,
+  limit = MAX_BODY_BYTES,
+  onChunk?: (bytes: number) => void,
+): Promise<BodyResult> {
   return new Promise((resolve) => {
     // With a declared length (the API server always sends one) the body is copied into one buffer as
     // it arrives: no list of chunks plus their concatenation, two copies, at the peak.
@@ -84,6 +91,7 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
       if (!into) chunks.push(chunk);
       // The parser never delivers more than the declared length; a body that did would be cut here.
       else if (size <= into.length) chunk.copy(into, size - chunk.length);
+      if (into) onChunk?.(chunk.length); // copied: garbage now (a kept chunk, without a length, is not)
     };
     const onEnd = () =>
       settle({ ok: true, body: into ? into.subarray(0, Math.min(size, into.length)) : Buffer.concat(chunks, size) });

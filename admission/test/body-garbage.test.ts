@@ -1,23 +1,23 @@
 /**
  * The garbage of large bodies: BodyGarbage's rule, and where the HTTP edge tells it (a large review read
- * and answered; bytes of a refused body drained), against a real HTTP server and the example world.
+ * and answered; bytes of a body read or drained), against a real HTTP server and the example world.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { createLogger } from '@kd-connections/shared';
 import { createApp, LARGE_BODY_BYTES } from '../src/app.js';
-import { BodyGarbage, DRAINED_BYTES_PER_MINOR } from '../src/body-garbage.js';
+import { BodyGarbage, BODY_BYTES_PER_MINOR } from '../src/body-garbage.js';
 import { AdmissionMetrics } from '../src/metrics.js';
 import { ReviewLimiter } from '../src/review-limiter.js';
 import { WEBHOOKS } from '../src/webhooks/index.js';
 import { exampleWorld, fixture, serveOnLoopback } from './support.js';
 
 describe('BodyGarbage', () => {
-  it('a full collection after each large review; a minor one per 8 MiB drained', () => {
+  it('a full collection after each large review; a minor one per MiB of body chunks consumed', () => {
     const calls: string[] = [];
     const g = new BodyGarbage({ full: () => calls.push('full'), minor: () => calls.push('minor') });
     g.afterLargeReview();
-    for (let i = 0; i < 3 * 64; i++) g.dropped(DRAINED_BYTES_PER_MINOR / 64 + 1);
+    for (let i = 0; i < 3 * 64; i++) g.consumed(BODY_BYTES_PER_MINOR / 64 + 1);
     expect(calls).toEqual(['full', 'minor', 'minor', 'minor']);
   });
 });
@@ -25,7 +25,7 @@ describe('BodyGarbage', () => {
 describe('the HTTP edge tells it', () => {
   let served: Awaited<ReturnType<typeof serveOnLoopback>>;
   let port: number;
-  const told = { large: 0, dropped: 0 };
+  const told = { large: 0, consumed: 0 };
   // One turn, held by the test when it wants the next review told "busy".
   const limiter = new ReviewLimiter({ maxInFlight: 1, maxBytes: 64 * 2 ** 20, maxQueued: 0 });
 
@@ -37,7 +37,7 @@ describe('the HTTP edge tells it', () => {
       log: createLogger({ component: 'test', level: 'error', write: () => undefined }),
       readiness: () => ({ ready: true, reasons: [] }),
       limiter,
-      garbage: { afterLargeReview: () => void told.large++, dropped: (n) => void (told.dropped += n) },
+      garbage: { afterLargeReview: () => void told.large++, consumed: (n) => void (told.consumed += n) },
     });
     served = await serveOnLoopback(app);
     port = served.port;
@@ -66,11 +66,15 @@ describe('the HTTP edge tells it', () => {
     return Buffer.from(text + ' '.repeat(Math.max(0, bytes - text.length)));
   };
 
-  it('once after a large review was read and answered, never after a small one', async () => {
-    expect(await post(review(1000))).toBe(200);
+  it('once after a large review was read and answered, never after a small one; of every byte it read', async () => {
+    const small = review(1000);
+    const large = review(LARGE_BODY_BYTES + 10);
+    expect(await post(small)).toBe(200);
     expect(told.large).toBe(0);
-    expect(await post(review(LARGE_BODY_BYTES + 10))).toBe(200);
+    expect(told.consumed).toBe(small.length);
+    expect(await post(large)).toBe(200);
     expect(told.large).toBe(1);
+    expect(told.consumed).toBe(small.length + large.length);
   });
 
   it('of the bytes of a body drained after "busy", not of it as a large review', async () => {
@@ -78,10 +82,11 @@ describe('the HTTP edge tells it', () => {
     const held = turn instanceof Promise ? await turn : turn;
     try {
       const size = 2 * LARGE_BODY_BYTES;
+      const before = told.consumed;
       expect(await post(review(size))).toBe(429);
       expect(told.large).toBe(1);
-      expect(told.dropped).toBeGreaterThan(0);
-      expect(told.dropped).toBeLessThanOrEqual(size);
+      expect(told.consumed - before).toBeGreaterThan(0);
+      expect(told.consumed - before).toBeLessThanOrEqual(size);
     } finally {
       if (held && held.ok) held.release();
     }

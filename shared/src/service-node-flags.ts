@@ -9,17 +9,13 @@
  * pods (test/bench/results/2026-12-03-rss-variants.md = Node's defaults, -rss-semi8.md = this flag):
  * standby 260.5 → 171.4 MiB, after leading 318.6 → 185.8 MiB, standby after delivery 286.4 → 198.4 MiB,
  * delivery of 10,000 pods 63.8 → 63.3 s. 4 MiB (-rss-semi4.md) bought nothing more.
- * Admission: the same young-generation cap, and the old generation at 128 MiB (the live heap is ~12 MiB
- * plus one review at the body limit, ~3 copies of 7 MiB, as --max-in-flight-mib=8 lets one in at a time;
- * the rest is headroom for the caches of a large cluster — tens of thousands of slimmed kdclusters and
- * ConfigMap metadata — so a big install is not OOM-killed by its own heap cap):
- * V8 otherwise lets the garbage of a flood of large reviews pile up before collecting it. A flood of 100
- * reviews at the body limit (test/reliability/admission-hostile-load.test.ts, review limits in place):
- * peak RSS 237-285 MiB with Node's defaults, 170-184 MiB with a 64 MiB old generation; the garbage of
- * large bodies is now also collected as it is made (admission/src/body-garbage.ts; docs/reliability.md
- * has the figures). Raise it with --max-in-flight-mib.
+ * Admission: the young generation capped at 2 MiB per semi-space (reviews are small and short-lived; a
+ * flood of reviews at the body limit peaks ~10 MiB lower than at 8 MiB, 3 MiB less idle) and the old
+ * generation at 128 MiB (the live heap is ~12 MiB plus one review at the body limit, as
+ * --max-in-flight-mib=8 lets one in at a time; the rest is headroom for the caches of a large cluster).
+ * Measurements: docs/reliability.md, "Hostile reviews against admission".
  */
 export const SERVICE_NODE_FLAGS: Record<'admission' | 'reconciler', readonly string[]> = {
-  admission: ['--max-semi-space-size=8', '--max-old-space-size=128'],
+  admission: ['--max-semi-space-size=2', '--max-old-space-size=128'],
   reconciler: ['--max-semi-space-size=8'],
 };

@@ -5,7 +5,7 @@
  *
  * 1. memory: 100 concurrent validate-kdapp reviews at the body limit, each with six connectable_to
  *    versions that are unique ranges of a megabyte (what the version memos used to keep whole) → the
- *    peak RSS stays under 65 % of the chart's admission memory limit (the issue's 60 % plus room for load), /readyz stays green, and a
+ *    peak RSS stays under 60 % of the chart's admission memory limit, /readyz stays green, and a
  *    legitimate review sent during the flood is answered every time;
  * 2. lookups: a kdcluster review with 5,001 ConfigMap connections is refused before any lookup; a
  *    review whose lookups outlast its deadline gets "could not check N connections in time";
@@ -108,12 +108,10 @@ afterAll(async () => {
 });
 
 describe('1. memory: reviews built to make the service hold as much as it can', () => {
-  it('100 concurrent kdapp reviews at the body limit with megabyte version ranges: peak RSS under 65 % of the chart limit, ready, legitimate reviews answered', async () => {
-    // The issue asks for 60 % of the chart's limit: measured 57-59 % here alone, 60.03 % in a CI run with the
-    // suite's other workers beside it, so the assertion leaves 5 % for load (docs/reliability.md). Before
-    // the collections after large bodies (body-garbage.ts) the flood took 175-228 MiB, before the review
-    // limits 1,404 MiB.
-    const bound = 0.65 * CHART_LIMIT_MIB;
+  it('100 concurrent kdapp reviews at the body limit with megabyte version ranges: peak RSS under 60 % of the chart limit, ready, legitimate reviews answered', async () => {
+    // Measured 53-54 % of the limit, alone and with both cores kept busy (docs/reliability.md); before the
+    // collections of body garbage and the 2 MiB young generation 57-60 %, before the review limits 1,404 MiB.
+    const bound = 0.6 * CHART_LIMIT_MIB;
     const before = procStatus(svc.pid);
     const answeredByService = async () =>
       metricSum(await svc.metrics(), 'kd_admission_requests_total', { webhook: 'validate-kdapp' });
