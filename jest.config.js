@@ -10,7 +10,7 @@ const common = {
   moduleNameMapper: {
     // Sources import siblings as './x.js' (NodeNext); jest must find './x.ts'.
     '^(\\.{1,2}/.*)\\.js$': '$1',
-    '^@kd-connections/(shared|certs)$': '<rootDir>/$1/src/index.ts',
+    '^@kd-connections/(shared|certs|images)$': '<rootDir>/$1/src/index.ts',
   },
   testEnvironment: 'node',
   rootDir: '.',

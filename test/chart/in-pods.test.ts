@@ -24,8 +24,8 @@ import { join } from 'node:path';
 import { importImage } from '../controlplane/containerd.js';
 import { freePort } from '../controlplane/net.js';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
-import { buildServiceImage, type BuiltServiceImage, serviceImageName } from '../../images/service-images.js';
-import { GUESTCONFIG_IMAGE } from '../images/base-images.js';
+import { buildServiceImage, type BuiltImage, serviceImageName } from '../../images/src/service-images.js';
+import { buildGuestconfigImage, guestconfigImageName } from '../../images/src/guestconfig-image.js';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { createNamespace } from '../support/namespaces.js';
@@ -47,7 +47,7 @@ const DENIED = join(EXAMPLES, 'denied', 'notebook-to-postgres.yaml');
 const MIGRATE_REQ = '/proc/sys/net/ipv4/tcp_migrate_req';
 
 const dir = new TempDir();
-const images: Record<'v1' | 'v2', BuiltServiceImage[]> = { v1: [], v2: [] };
+const images: Record<'v1' | 'v2', BuiltImage[]> = { v1: [], v2: [] };
 const figures: Record<string, unknown> = {};
 let valuesFile: string;
 let postRenderer: string;
@@ -100,19 +100,20 @@ process.stdout.write(docs.map((d) => '---\\n' + YAML.stringify(d)).join(''));
 `;
 }
 
-function build(v: 'v1' | 'v2'): BuiltServiceImage[] {
+/** The service images of `v`; v1 also the guestconfig sidecar image, which member pods run as `npm run images` built it. */
+function build(v: 'v1' | 'v2'): BuiltImage[] {
   const t0 = Date.now();
-  const out = (['admission', 'reconciler'] as const).map((s) =>
-    buildServiceImage(s, {
-      repoRoot,
-      outDir: join(dir.path, v),
-      tag: tagOf(v),
-      revision: 'in-pods-test',
-      // v2 differs from v1 only by this label (and its tag): a rebuilt image, a new digest.
-      ...(v === 'v2' ? { labels: { 'dev.kd-connections.test.rebuild': 'v2' } } : {}),
-    }),
-  );
-  figures[`build ${v} (both images), s`] = (Date.now() - t0) / 1000;
+  const opts = {
+    repoRoot,
+    outDir: join(dir.path, v),
+    tag: tagOf(v),
+    revision: 'in-pods-test',
+    // v2 differs from v1 only by this label (and its tag): a rebuilt image, a new digest.
+    ...(v === 'v2' ? { labels: { 'dev.kd-connections.test.rebuild': 'v2' } } : {}),
+  };
+  const out = (['admission', 'reconciler'] as const).map((s) => buildServiceImage(s, opts));
+  if (v === 'v1') out.push(buildGuestconfigImage(opts));
+  figures[`build ${v} (${out.length} images), s`] = (Date.now() - t0) / 1000;
   return out;
 }
 
@@ -224,8 +225,9 @@ beforeAll(async () => {
       { name: 'KUBERNETES_SERVICE_PORT', value: String(apiPort) },
     ],
   };
-  const sidecarRepository = GUESTCONFIG_IMAGE.slice(0, GUESTCONFIG_IMAGE.lastIndexOf(':'));
-  const sidecarTag = GUESTCONFIG_IMAGE.slice(GUESTCONFIG_IMAGE.lastIndexOf(':') + 1);
+  const sidecar = guestconfigImageName(tagOf('v1'));
+  const sidecarRepository = sidecar.slice(0, sidecar.lastIndexOf(':'));
+  const sidecarTag = tagOf('v1');
   valuesFile = dir.file(
     'values.json',
     JSON.stringify({
@@ -235,7 +237,7 @@ beforeAll(async () => {
       webhook: {
         caBundle: Buffer.from(env.info.webhookCaPem).toString('base64'),
         timeoutSeconds: 10,
-        // The member pods' kd-guestconfig sidecar, imported into the node with its base images.
+        // The member pods' kd-guestconfig sidecar: the image `npm run images` builds, imported with the others.
         podWebhook: { image: { repository: sidecarRepository, tag: sidecarTag } },
       },
       watchNamespaces: [apps],
@@ -383,8 +385,8 @@ describe('the chart with both services in pods on the node', () => {
     expect(outcome.admitted).toBeGreaterThan(20);
     await expectHealthy('admission', serviceImageName('admission', tagOf('v2')), 1);
     await expectHealthy('reconciler', serviceImageName('reconciler', tagOf('v2')), 1);
-    const v2digest = images.v2.find((i) => i.service === 'admission')!.digest;
-    expect(v2digest).not.toBe(images.v1.find((i) => i.service === 'admission')!.digest);
+    const v2digest = images.v2.find((i) => i.image === 'admission')!.digest;
+    expect(v2digest).not.toBe(images.v1.find((i) => i.image === 'admission')!.digest);
   }, 400_000);
 
   it('helm test: the test pod of the chart gets 200 from /readyz of the admission service', async () => {

@@ -10,7 +10,8 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { busyboxVersion, cachedImage, writeBusyboxRootfs, type BuiltImage } from './base-images.js';
+import { writeBusyboxRootfs } from '@kd-connections/images';
+import { busyboxKey, cachedImage, type BuiltImage } from './base-images.js';
 
 export const GUESTCONFIG_APP_IMAGE = 'kd.invalid/guestconfig-app:local';
 export const NO_SHELL_IMAGE = 'kd.invalid/no-shell:local';
@@ -23,10 +24,9 @@ export const APP_IMAGE_FILES: Record<string, string> = {
 };
 
 export function guestconfigAppImage(): BuiltImage {
-  const version = busyboxVersion();
-  const key = `busybox-static=${version}\n${JSON.stringify(APP_IMAGE_FILES)}`;
+  const key = `${busyboxKey()}\n${JSON.stringify(APP_IMAGE_FILES)}`;
   const archive = cachedImage(GUESTCONFIG_APP_IMAGE, key, (rootfs) => {
-    writeBusyboxRootfs(rootfs, version);
+    writeBusyboxRootfs(rootfs);
     mkdirSync(join(rootfs, 'etc/guestconfig'));
     for (const [f, text] of Object.entries(APP_IMAGE_FILES)) writeFileSync(join(rootfs, 'etc/guestconfig', f), text);
     // KubeDirector's layout: the directory is root's, 0700.

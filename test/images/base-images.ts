@@ -2,38 +2,28 @@
  * The images the node needs, built from pinned inputs on this machine and cached as OCI archives:
  * - the sandbox ("pause") image: kubernetes' own build/pause/linux/pause.c from the Go module cache
  *   (the module the kubelet is built from), compiled with gcc -static;
- * - a busybox image: Debian's busybox-static package (apt-get download + dpkg -x, nothing installed),
- *   with a symlink per applet, for member pods and tests;
- * - the kd-guestconfig sidecar image: the same busybox plus the sidecar's program from shared/
- *   (sidecarProgram()), which the pod webhook injects into member pods.
- * An archive is rebuilt only when its recipe (this file's IMAGE_RECIPE) or its input changed: the
- * busybox-static version apt offers (downloaded exactly) and, for the sidecar, the program's bytes.
+ * - a busybox image: Debian's busybox-static package pinned in images/inputs.json (apt-get download +
+ *   dpkg -x, nothing installed), with a symlink per applet, for member pods and tests;
+ * - the kd-guestconfig sidecar image: the product's own root file system (images/src/guestconfig-image.ts:
+ *   the pinned busybox of images/inputs.json and the sidecar's program), which the pod webhook injects
+ *   into member pods.
+ * An archive is rebuilt only when its recipe (this file's IMAGE_RECIPE) or its input changed: the pinned
+ * busybox and, for the sidecar, the program's bytes.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_GUESTCONFIG_IMAGE, SIDECAR_PROGRAM, sidecarProgram } from '@kd-connections/shared';
 import {
-  DEFAULT_GUESTCONFIG_IMAGE,
-  GUESTCONFIG_DIR,
-  SIDECAR_PRIVATE_DIR,
-  SIDECAR_PROGRAM,
-  SIDECAR_SOURCE_DIR,
-  TOOLS_DIR,
-  sidecarProgram,
-} from '@kd-connections/shared';
-import { goArch, writeOciArchive } from './oci-image.js';
+  goArch,
+  readInputs,
+  writeBusyboxRootfs,
+  writeGuestconfigRootfs,
+  writeOciArchive,
+} from '@kd-connections/images';
 
 export const PAUSE_IMAGE = 'kd.invalid/pause:local';
 export const BUSYBOX_IMAGE = 'kd.invalid/busybox:local';
@@ -122,63 +112,23 @@ function pauseImage(): BuiltImage {
   return { name: PAUSE_IMAGE, archive };
 }
 
-/** The busybox-static version apt offers here; apt-get download fetches exactly that .deb. */
-export function busyboxVersion(): string {
-  const policy = execFileSync('apt-cache', ['policy', 'busybox-static'], { encoding: 'utf8' });
-  const version = /Candidate:\s*(\S+)/.exec(policy)?.[1];
-  if (!version || version === '(none)') throw new Error('apt has no busybox-static package (run apt-get update)');
-  return version;
-}
-
-/**
- * A busybox root file system in `rootfs`: /bin/busybox with a symlink per applet, the usual top-level
- * directories, and passwd/group with root and nobody.
- */
-export function writeBusyboxRootfs(rootfs: string, version: string): void {
-  const dl = mkdtempSync(join(tmpdir(), 'kd-deb-'));
-  try {
-    execFileSync('apt-get', ['download', '-q', `busybox-static=${version}`], { cwd: dl, stdio: 'ignore' });
-    const deb = readdirSync(dl).find((f) => f.endsWith('.deb'));
-    if (!deb) throw new Error(`apt-get download busybox-static=${version} wrote no .deb`);
-    execFileSync('dpkg', ['-x', join(dl, deb), join(dl, 'x')]);
-    for (const d of ['bin', 'etc', 'tmp', 'proc', 'sys', 'dev', 'root', 'var']) mkdirSync(join(rootfs, d));
-    execFileSync('cp', [join(dl, 'x/bin/busybox'), join(rootfs, 'bin/busybox')]);
-    const applets = execFileSync(join(rootfs, 'bin/busybox'), ['--list'], { encoding: 'utf8' }).split('\n');
-    for (const a of applets) if (a && a !== 'busybox') symlinkSync('busybox', join(rootfs, 'bin', a));
-    writeFileSync(
-      join(rootfs, 'etc/passwd'),
-      'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
-    );
-    writeFileSync(join(rootfs, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
-  } finally {
-    rmSync(dl, { recursive: true, force: true });
-  }
+/** The cache key of an image built on the pinned busybox (images/inputs.json). */
+export function busyboxKey(inputs = readInputs()): string {
+  return JSON.stringify(inputs.guestconfig.busybox);
 }
 
 function busyboxImage(): BuiltImage {
-  const version = busyboxVersion();
-  const archive = cachedImage(BUSYBOX_IMAGE, `busybox-static=${version}`, (rootfs) => {
-    writeBusyboxRootfs(rootfs, version);
+  const archive = cachedImage(BUSYBOX_IMAGE, busyboxKey(), (rootfs) => {
+    writeBusyboxRootfs(rootfs);
     return { cmd: ['/bin/sh'] };
   });
   return { name: BUSYBOX_IMAGE, archive };
 }
 
-/**
- * The sidecar: busybox (its `cp`, `mv`, `readlink`, `cmp`, `sleep`, `test` and the `cat` the reconnect
- * hook runs through kubectl exec) and the program. The mount points exist in the image, so the
- * read-only root file system needs nothing created at start.
- */
-function guestconfigImage(): BuiltImage {
-  const version = busyboxVersion();
-  const program = sidecarProgram();
-  const archive = cachedImage(GUESTCONFIG_IMAGE, `busybox-static=${version}\n${program}`, (rootfs) => {
-    writeBusyboxRootfs(rootfs, version);
-    const file = join(rootfs, SIDECAR_PROGRAM.slice(1));
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, program, { mode: 0o755 });
-    for (const d of [SIDECAR_SOURCE_DIR, SIDECAR_PRIVATE_DIR, TOOLS_DIR, GUESTCONFIG_DIR])
-      mkdirSync(join(rootfs, d.slice(1)), { recursive: true });
+/** The sidecar, built from the product image's root file system (only its name and labels differ). */
+export function guestconfigImage(): BuiltImage {
+  const archive = cachedImage(GUESTCONFIG_IMAGE, `${busyboxKey()}\n${sidecarProgram()}`, (rootfs) => {
+    writeGuestconfigRootfs(rootfs);
     return { entrypoint: [SIDECAR_PROGRAM] };
   });
   return { name: GUESTCONFIG_IMAGE, archive };

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { goArch, MEDIA, ociImage, sha256Digest, writeOciArchive } from './oci-image.js';
+import { goArch, MEDIA, ociImage, sha256Digest, writeOciArchive } from '../../images/src/oci-image.js';
 
 const spec = { name: 'kd.invalid/busybox:local', cmd: ['/bin/sh'], architecture: 'amd64' };
 

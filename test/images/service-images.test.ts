@@ -4,9 +4,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { productionClosure, type Lockfile } from '../../images/production-closure.js';
-import { buildServiceImage, IMAGE_UID, serviceImageName, serviceImageSpec } from '../../images/service-images.js';
-import { readInputs } from '../../images/image-inputs.js';
+import { productionClosure, type Lockfile } from '../../images/src/production-closure.js';
+import { buildServiceImage, IMAGE_UID, serviceImageName, serviceImageSpec } from '../../images/src/service-images.js';
+import { readInputs } from '../../images/src/image-inputs.js';
 import { repoRoot } from '../support/processes.js';
 
 describe('productionClosure', () => {

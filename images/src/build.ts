@@ -1,17 +1,21 @@
 /**
- * `npm run images [-- --tag T] [--registry R] [--label key=value]... [--out DIR] [--service NAME]`:
- * builds the admission and reconciler images as OCI archives (with Docker's manifest.json, so
- * `docker load` reads them too) into dist/images/, and writes dist/images/images.json with each image's
- * name, digest and size. The workspaces must be compiled first (`npm run images` runs `tsc -b`).
+ * `npm run images [-- --tag T] [--registry R] [--label key=value]... [--out DIR] [--image NAME]...`:
+ * builds the admission, reconciler and guestconfig (the member pods' sidecar) images as OCI archives
+ * (with Docker's manifest.json, so `docker load` reads them too) into dist/images/, and writes
+ * dist/images/images.json with each image's name, digest and size. The workspaces must be compiled
+ * first (`npm run images` runs `tsc -b`).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { buildGuestconfigImage, GUESTCONFIG } from './guestconfig-image.js';
 import { buildServiceImage, DEFAULT_REGISTRY, type Service, SERVICES } from './service-images.js';
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const IMAGES = [...SERVICES, GUESTCONFIG] as const;
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The commit built from; `-dirty` when tracked files differ from it. */
 export function gitRevision(root: string): string | undefined {
@@ -34,6 +38,8 @@ function main(): void {
       registry: { type: 'string', default: DEFAULT_REGISTRY },
       label: { type: 'string', multiple: true, default: [] },
       out: { type: 'string', default: join(repoRoot, 'dist', 'images') },
+      image: { type: 'string', multiple: true },
+      // The old name of --image, from when it built only the services.
       service: { type: 'string', multiple: true },
     },
   });
@@ -44,19 +50,21 @@ function main(): void {
     if (eq < 1) throw new Error(`--label ${l}: expected key=value`);
     labels[l.slice(0, eq)] = l.slice(eq + 1);
   }
-  const services = (values.service ?? [...SERVICES]) as Service[];
-  for (const s of services) if (!SERVICES.includes(s)) throw new Error(`--service ${s}: one of ${SERVICES.join(', ')}`);
+  const images = [...(values.image ?? []), ...(values.service ?? [])];
+  for (const i of images)
+    if (!(IMAGES as readonly string[]).includes(i)) throw new Error(`--image ${i}: one of ${IMAGES.join(', ')}`);
   const revision = gitRevision(repoRoot);
-  const built = services.map((service) => {
+  const opts = {
+    repoRoot,
+    outDir: values.out,
+    tag: values.tag ?? version,
+    registry: values.registry,
+    labels,
+    ...(revision ? { revision } : {}),
+  };
+  const built = (images.length ? images : IMAGES).map((image) => {
     const t0 = Date.now();
-    const img = buildServiceImage(service, {
-      repoRoot,
-      outDir: values.out,
-      tag: values.tag ?? version,
-      registry: values.registry,
-      labels,
-      ...(revision ? { revision } : {}),
-    });
+    const img = image === GUESTCONFIG ? buildGuestconfigImage(opts) : buildServiceImage(image as Service, opts);
     console.log(
       `${img.name}  ${img.digest}  ${(img.bytes / 1e6).toFixed(1)} MB  ${((Date.now() - t0) / 1000).toFixed(1)} s  → ${img.archive}`,
     );

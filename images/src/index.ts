@@ -1,0 +1,6 @@
+/** The image builder, for the test harness (the CLI is build.ts: `npm run images`). */
+export * from './guestconfig-image.js';
+export * from './image-inputs.js';
+export * from './oci-image.js';
+export * from './production-closure.js';
+export * from './service-images.js';
