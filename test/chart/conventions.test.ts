@@ -6,10 +6,15 @@
  * names the rule and the dashboard use are checked against what the running services expose.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
-import { run } from '../support/processes.js';
+import { ok, run } from '../support/processes.js';
+import { registerWebhooks, waitUntilLive, type Registration } from '../support/webhook-configurations.js';
 import { CHART, find, helmTemplate, one, sets, type Doc } from './chart-support.js';
 
 const env = useTestEnv();
@@ -605,5 +610,131 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
     ]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("at '/tests/admissionAddress': 'nope' does not match pattern");
+  });
+});
+
+describe('helm test: a Pod that checks the webhooks through the API server', () => {
+  const NAME = `${FULL}-test-connections`;
+  const renderTests = (args: string[], namespace = NS) => helmTemplate(env, REL, namespace, args, { tests: true });
+  const testDocs = (docs: Doc[]) => docs.filter((d) => d.metadata?.name === NAME);
+  const envOf = (pod: Doc): Record<string, string> =>
+    Object.fromEntries(pod.spec.containers[0].env.map((e: Doc) => [e.name, e.value]));
+
+  it('a ServiceAccount, a Role to get/create/delete kdapps and kdclusters in the tested namespace only, a Pod after the /readyz one', async () => {
+    const { docs } = await renderTests(sets({ 'watchNamespaces[0]': 'kube-system', 'watchNamespaces[1]': 'apps' }));
+    const mine = testDocs(docs);
+    expect(mine.map((d) => `${d.kind} ${d.metadata.namespace}`)).toEqual([
+      `ServiceAccount ${NS}`,
+      'Role apps',
+      'RoleBinding apps',
+      `Pod ${NS}`,
+    ]);
+    for (const d of mine) {
+      expect(d.metadata.annotations).toMatchObject({
+        'helm.sh/hook': 'test',
+        'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+      });
+    }
+    expect(one(mine, 'Role', NAME).rules).toEqual([
+      {
+        apiGroups: ['kubedirector.hpe.com'],
+        resources: ['kubedirectorapps', 'kubedirectorclusters'],
+        verbs: ['get', 'create', 'delete'],
+      },
+    ]);
+    expect(one(mine, 'RoleBinding', NAME).subjects).toEqual([{ kind: 'ServiceAccount', name: NAME, namespace: NS }]);
+    const pod = one(mine, 'Pod', NAME);
+    // After the /readyz pod (weight 0), with the RBAC in place before (weight -10).
+    expect(pod.metadata.annotations['helm.sh/hook-weight']).toBe('5');
+    expect(pod.spec.serviceAccountName).toBe(NAME);
+    expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(pod.spec.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true });
+    expect(envOf(pod)).toMatchObject({ TEST_NAMESPACE: 'apps', TEST_PREFIX: NAME });
+  });
+
+  it('tests.namespace wins; default without watchNamespaces; none in kubedirector mode or with tests.connections=false', async () => {
+    const ns = async (args: string[]) =>
+      envOf(one(testDocs((await renderTests(args)).docs), 'Pod', NAME)).TEST_NAMESPACE;
+    expect(await ns([])).toBe('default');
+    expect(await ns(sets({ 'tests.namespace': 'team-a', 'watchNamespaces[0]': 'apps' }))).toBe('team-a');
+    for (const args of [sets({ 'kubedirector.enabled': true }), sets({ 'tests.connections': false })])
+      expect(testDocs((await renderTests(args)).docs)).toEqual([]);
+  });
+
+  describe('its program, run here with the rendered RBAC against the real API server and the running webhooks', () => {
+    let admission: RunningAdmission | undefined;
+    let hooks: Registration | undefined;
+    let dir = '';
+    const release = `${env.namespace}-rel`;
+
+    beforeAll(async () => {
+      await installCrds(env);
+      admission = await startAdmission(env);
+      hooks = await registerWebhooks(env, admission);
+      await waitUntilLive(env);
+      ok(await env.kubectl(['create', 'namespace', release], { namespace: false }), 'create the release namespace');
+      const { docs } = await renderTests(sets({ 'tests.namespace': env.namespace }), release);
+      const rbac = testDocs(docs).filter((d) => d.kind !== 'Pod');
+      ok(
+        await env.kubectl(['apply', '-f', '-'], {
+          input: rbac.map((d) => `---\n${stringify(d)}`).join(''),
+          namespace: false,
+        }),
+        'apply',
+      );
+      dir = mkdtempSync(join(tmpdir(), 'kd-helm-test-'));
+      const token = ok(await env.kubectl(['create', 'token', NAME], { namespace: release }), 'token').stdout.trim();
+      writeFileSync(join(dir, 'token'), token);
+      writeFileSync(join(dir, 'ca.crt'), env.info.caPem);
+    }, 120_000);
+
+    afterAll(async () => {
+      await hooks?.remove();
+      await admission?.stop();
+      await env.kubectl(['delete', 'namespace', release, '--wait=false'], { namespace: false });
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    const runProgram = async (namespace: string) => {
+      const { docs } = await renderTests(sets({ 'tests.namespace': namespace }), release);
+      const pod = one(testDocs(docs), 'Pod', NAME);
+      expect(pod.spec.containers[0].command).toEqual(['/usr/local/bin/node', '-e']);
+      const server = new URL(env.info.server);
+      return run(process.execPath, ['-e', pod.spec.containers[0].args[0]], {
+        env: {
+          ...envOf(pod),
+          KUBERNETES_SERVICE_HOST: server.hostname,
+          KUBERNETES_SERVICE_PORT: server.port,
+          TEST_TOKEN_FILE: join(dir, 'token'),
+          TEST_CA_FILE: join(dir, 'ca.crt'),
+        },
+        timeoutMs: 60_000,
+      });
+    };
+
+    it("passes: the closed app's connection refused with the product's message, the open one given generator 1; nothing left", async () => {
+      const r = await runProgram(env.namespace);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      const lines = r.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^dry-run kdcluster of app ${NAME}-closed connected to ${NAME}-target: 403 .*spec\\.connections\\.clusters\\[0\\].*allows no cluster connections`,
+        ),
+      );
+      expect(lines[1]).toBe(
+        `dry-run kdcluster of app ${NAME}-open connected to ${NAME}-target: 201, configMetaGenerator 1`,
+      );
+      expect(lines[2]).toBe(`passed; removed what it created in ${env.namespace}`);
+      const left = ok(await env.kubectl(['get', 'kubedirectorapps,kubedirectorclusters', '-o', 'name']), 'list').stdout;
+      expect(left).not.toContain(NAME);
+    }, 90_000);
+
+    it('fails, saying why, where its ServiceAccount has no rights (any other namespace)', async () => {
+      const r = await runProgram(release);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        new RegExp(`^delete kubedirectorclusters/${NAME}-target in ${release}: 403 .* is forbidden`),
+      );
+    }, 90_000);
   });
 });

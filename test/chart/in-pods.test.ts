@@ -389,22 +389,37 @@ describe('the chart with both services in pods on the node', () => {
     expect(v2digest).not.toBe(images.v1.find((i) => i.image === 'admission')!.digest);
   }, 400_000);
 
-  it('helm test: the test pod of the chart gets 200 from /readyz of the admission service', async () => {
+  it('helm test: /readyz answers 200, and through the API server the webhooks refuse a forbidden connection and give an allowed one its generator', async () => {
     const t0 = Date.now();
+    const pods = [`${fullname}-admission-test`, `${fullname}-test-connections`];
     // No --logs: Helm fetches them after the hook-succeeded policy deleted the pod and then fails
-    // (helm/helm#9098). The pod exits 0 only on a 200; a failed one stays, and its log is shown here.
+    // (helm/helm#9098). A pod exits 0 only when its checks pass; a failed one stays, and its log is shown here.
     const r = await env.helm(['test', release, '--namespace', ns, '--timeout', '120s']);
     figures['helm test, s'] = (Date.now() - t0) / 1000;
-    const log =
-      r.code === 0 ? '' : (await env.kubectl(['logs', `${fullname}-admission-test`], { namespace: ns })).stdout;
-    expect({ code: r.code, stdout: r.stdout, log }).toEqual({
+    const logs =
+      r.code === 0
+        ? ''
+        : (await Promise.all(pods.map((p) => env.kubectl(['logs', p], { namespace: ns }))))
+            .map((l) => l.stdout)
+            .join('\n');
+    expect({ code: r.code, stdout: r.stdout, logs }).toEqual({
       code: 0,
       stdout: expect.stringMatching(/TEST SUITE:\s+\S+-admission-test[\s\S]*Phase:\s+Succeeded/),
-      log: '',
+      logs: '',
     });
-    // hook-succeeded: the passed test pod is gone, so `helm uninstall` has nothing of it to leave behind.
-    const left = await env.kubectl(['get', 'pod', `${fullname}-admission-test`], { namespace: ns });
-    expect(left.stderr).toContain('NotFound');
+    expect(r.stdout).toMatch(/TEST SUITE:\s+\S+-test-connections[\s\S]*Phase:\s+Succeeded/);
+    // hook-succeeded: the passed test pods and the test's ServiceAccount and RBAC are gone, and so is what it
+    // created in the watched namespace, so `helm uninstall` has nothing of it to leave behind.
+    for (const p of pods)
+      expect((await env.kubectl(['get', 'pod', p], { namespace: ns })).stderr).toContain('NotFound');
+    const sa = await env.kubectl(['get', 'serviceaccount', `${fullname}-test-connections`], { namespace: ns });
+    expect(sa.stderr).toContain('NotFound');
+    const rbac = await env.kubectl(['get', 'role,rolebinding', '-o', 'name'], { namespace: apps });
+    expect(rbac.stdout).not.toContain('test-connections');
+    const objects = await env.kubectl(['get', 'kubedirectorapps,kubedirectorclusters', '-o', 'name'], {
+      namespace: apps,
+    });
+    expect(objects.stdout).not.toContain('test-connections');
   }, 180_000);
 
   it('helm uninstall leaves only the CRDs, the Secret we gave it and the digest key', async () => {
