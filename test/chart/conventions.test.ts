@@ -6,10 +6,10 @@
  * names the rule and the dashboard use are checked against what the running services expose.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
@@ -29,12 +29,12 @@ const podSpec = (docs: Doc[], component: string) => deployment(docs, component).
 const container = (docs: Doc[], component: string) => podSpec(docs, component).containers[0];
 
 describe('defaults', () => {
-  it('both pods: linux nodes, 5 old ReplicaSets, the restricted security contexts, the pod network', async () => {
+  it('both pods: linux amd64 nodes, 5 old ReplicaSets, the restricted security contexts, the pod network', async () => {
     const { docs } = await render();
     for (const c of COMPONENTS) {
       expect(deployment(docs, c).spec.revisionHistoryLimit).toBe(5);
       const pod = podSpec(docs, c);
-      expect(pod.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
+      expect(pod.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' });
       expect(pod.hostNetwork).toBeUndefined();
       expect(pod.dnsPolicy).toBeUndefined();
       expect(pod.imagePullSecrets).toBeUndefined();
@@ -146,7 +146,10 @@ describe('every pod-spec value changes what it names, in both Deployments', () =
     ],
     [
       'nodeSelector replaced',
-      (c) => ['--set', `${c}.nodeSelector.kubernetes\\.io/os=null`, ...sets({ [`${c}.nodeSelector.pool`]: 'infra' })],
+      (c) => [
+        ...['os', 'arch'].flatMap((k) => ['--set', `${c}.nodeSelector.kubernetes\\.io/${k}=null`]),
+        ...sets({ [`${c}.nodeSelector.pool`]: 'infra' }),
+      ],
       (dep) => expect(dep.spec.template.spec.nodeSelector).toEqual({ pool: 'infra' }),
     ],
     [
@@ -522,6 +525,27 @@ describe('PrometheusRule and Grafana dashboard', () => {
   });
 });
 
+describe('Chart.yaml for Artifact Hub', () => {
+  it('artifacthub.io/images lists exactly the images the default values render, for the platforms they are built for', async () => {
+    const chart = parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { annotations: Record<string, string> };
+    const listed = parse(chart.annotations['artifacthub.io/images']!) as {
+      name: string;
+      image: string;
+      platforms: string[];
+    }[];
+    const { docs } = await render();
+    const sidecar = container(docs, 'admission')
+      .args.find((a: string) => a.startsWith('--guestconfig-image='))
+      .slice('--guestconfig-image='.length);
+    expect(listed).toEqual([
+      { name: 'admission', image: container(docs, 'admission').image, platforms: ['linux/amd64'] },
+      { name: 'reconciler', image: container(docs, 'reconciler').image, platforms: ['linux/amd64'] },
+      { name: 'guestconfig', image: sidecar, platforms: ['linux/amd64'] },
+    ]);
+    expect(chart.annotations['artifacthub.io/license']).toBe('Apache-2.0');
+  });
+});
+
 describe('helm test: a Pod that asks the admission service for /readyz', () => {
   const TEST_POD = `${FULL}-admission-test`;
   const testPod = (docs: Doc[]) => one(docs, 'Pod', TEST_POD);
@@ -556,7 +580,7 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
     expect(pod.spec).toMatchObject({
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
-      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      nodeSelector: { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' },
       tolerations: [{ operator: 'Exists' }],
       securityContext: { runAsNonRoot: true },
     });
