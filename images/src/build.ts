@@ -1,9 +1,10 @@
 /**
- * `npm run images [-- --tag T] [--registry R] [--label key=value]... [--out DIR] [--image NAME]...`:
- * builds the admission, reconciler and guestconfig (the member pods' sidecar) images as OCI archives
- * (with Docker's manifest.json, so `docker load` reads them too) into dist/images/, and writes
- * dist/images/images.json with each image's name, digest and size. The workspaces must be compiled
- * first (`npm run images` runs `tsc -b`).
+ * `npm run images [-- --tag T] [--registry R] [--label key=value]... [--source URL] [--out DIR] [--image NAME]...`:
+ * builds the admission, reconciler and guestconfig (the member pods' sidecar) images, each an OCI image
+ * index for linux/amd64 and linux/arm64 in an OCI archive (with Docker's manifest.json for amd64, so
+ * `docker load` reads it too), into dist/images/, and writes dist/images/images.json with each image's
+ * name, index digest, per-architecture manifest digests and size. The workspaces must be compiled first
+ * (`npm run images` runs `tsc -b`).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,18 @@ import { buildServiceImage, DEFAULT_REGISTRY, type Service, SERVICES } from './s
 const IMAGES = [...SERVICES, GUESTCONFIG] as const;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The address of the repository's `origin` remote, when it has one (the images' source annotation). */
+function gitSource(root: string): string | undefined {
+  try {
+    return (
+      execFileSync('git', ['remote', 'get-url', 'origin'], { cwd: root, encoding: 'utf8', stdio: 'pipe' }).trim() ||
+      undefined
+    );
+  } catch {
+    return undefined;
+  }
+}
 
 /** The commit built from; `-dirty` when tracked files differ from it. */
 export function gitRevision(root: string): string | undefined {
@@ -39,6 +52,7 @@ function main(): void {
       label: { type: 'string', multiple: true, default: [] },
       out: { type: 'string', default: join(repoRoot, 'dist', 'images') },
       image: { type: 'string', multiple: true },
+      source: { type: 'string' },
       // The old name of --image, from when it built only the services.
       service: { type: 'string', multiple: true },
     },
@@ -54,6 +68,7 @@ function main(): void {
   for (const i of images)
     if (!(IMAGES as readonly string[]).includes(i)) throw new Error(`--image ${i}: one of ${IMAGES.join(', ')}`);
   const revision = gitRevision(repoRoot);
+  const source = values.source ?? gitSource(repoRoot);
   const opts = {
     repoRoot,
     outDir: values.out,
@@ -61,6 +76,7 @@ function main(): void {
     registry: values.registry,
     labels,
     ...(revision ? { revision } : {}),
+    ...(source ? { source } : {}),
   };
   const built = (images.length ? images : IMAGES).map((image) => {
     const t0 = Date.now();
@@ -68,6 +84,7 @@ function main(): void {
     console.log(
       `${img.name}  ${img.digest}  ${(img.bytes / 1e6).toFixed(1)} MB  ${((Date.now() - t0) / 1000).toFixed(1)} s  → ${img.archive}`,
     );
+    for (const [arch, digest] of Object.entries(img.platforms)) console.log(`  linux/${arch}  ${digest}`);
     return img;
   });
   writeFileSync(join(values.out, 'images.json'), `${JSON.stringify(built, null, 2)}\n`);

@@ -7,7 +7,6 @@
  * system needs nothing created at start. The test harness builds its sidecar from the same root file
  * system (test/images/base-images.ts), so the node tests run what users get.
  */
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -19,18 +18,21 @@ import {
   TOOLS_DIR,
   sidecarProgram,
 } from '@kd-connections/shared';
-import { type ImageInputs, readInputs, unpackDebianFiles } from './image-inputs.js';
-import { goArch, type ImageSpec, writeOciArchive } from './oci-image.js';
+import { type Arch, type ImageInputs, readInputs, unpackDebianFiles } from './image-inputs.js';
+import { goArch, type ImageSpec, writeOciIndexArchive } from './oci-image.js';
 import {
   type BuildOptions,
   type BuiltImage,
   DEFAULT_REGISTRY,
   type ImageIdentity,
+  indexAnnotations,
   normalizeModes,
   packageVersion,
 } from './service-images.js';
 
 export const GUESTCONFIG = 'guestconfig';
+/** The program is the project's; busybox is GPL-2.0 (its copyright file is in the image). */
+const LICENSES = 'Apache-2.0 AND GPL-2.0-only';
 
 export function guestconfigImageName(tag: string, registry = DEFAULT_REGISTRY): string {
   return `${registry ? `${registry}/` : ''}kd-connections/${GUESTCONFIG}:${tag}`;
@@ -48,8 +50,7 @@ export function guestconfigImageSpec(id: Omit<ImageIdentity, 'nodeVersion'>): Im
       'org.opencontainers.image.description':
         'kd-connections guestconfig sidecar: keeps /etc/guestconfig/configmeta.json current in a member pod (busybox)',
       'org.opencontainers.image.version': id.version,
-      // The program is the project's; busybox is GPL-2.0 (its copyright file is in the image).
-      'org.opencontainers.image.licenses': 'Apache-2.0 AND GPL-2.0-only',
+      'org.opencontainers.image.licenses': LICENSES,
       ...(id.revision ? { 'org.opencontainers.image.revision': id.revision } : {}),
       ...id.labels,
     },
@@ -57,20 +58,21 @@ export function guestconfigImageSpec(id: Omit<ImageIdentity, 'nodeVersion'>): Im
 }
 
 /**
- * A busybox root file system in `rootfs`: the pinned static busybox with a link per applet, the usual
- * top-level folders, passwd/group with root and nobody, and what `more` adds; modes normalized, /tmp sticky.
- * The test harness's busybox images are built with it too.
+ * A busybox root file system of `arch` in `rootfs`: the pinned static busybox with a link per applet (the
+ * pinned list: a binary of another architecture cannot be asked for its own), the usual top-level folders,
+ * passwd/group with root and nobody, and what `more` adds; modes normalized, /tmp sticky. The test
+ * harness's busybox images are built with it too (for the machine's architecture).
  */
 export function writeBusyboxRootfs(
   rootfs: string,
   inputs: ImageInputs = readInputs(),
   more: (rootfs: string) => void = () => undefined,
+  arch: Arch = hostArch(),
 ): void {
   chmodSync(rootfs, 0o755); // a temporary folder is 0700: the layer's "./" would make / unreadable to non-root
-  unpackDebianFiles(inputs.guestconfig.busybox, rootfs);
+  unpackDebianFiles(inputs.guestconfig.busybox, arch, rootfs);
   for (const d of ['etc', 'proc', 'sys', 'dev', 'root', 'var', 'tmp']) mkdirSync(join(rootfs, d), { recursive: true });
-  const applets = execFileSync(join(rootfs, 'bin/busybox'), ['--list'], { encoding: 'utf8' }).split('\n');
-  for (const a of applets) if (a && a !== 'busybox') symlinkSync('busybox', join(rootfs, 'bin', a));
+  for (const a of inputs.guestconfig.applets) symlinkSync('busybox', join(rootfs, 'bin', a));
   writeFileSync(
     join(rootfs, 'etc/passwd'),
     'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
@@ -81,39 +83,54 @@ export function writeBusyboxRootfs(
   chmodSync(join(rootfs, 'tmp'), 0o1777);
 }
 
-/** The sidecar's root file system in `rootfs`: busybox, the program, the folders it mounts. */
-export function writeGuestconfigRootfs(rootfs: string, inputs: ImageInputs = readInputs()): void {
-  writeBusyboxRootfs(rootfs, inputs, () => {
-    const program = join(rootfs, SIDECAR_PROGRAM.slice(1));
-    mkdirSync(dirname(program), { recursive: true });
-    writeFileSync(program, sidecarProgram(), { mode: 0o755 });
-    for (const d of [SIDECAR_SOURCE_DIR, SIDECAR_PRIVATE_DIR, TOOLS_DIR, GUESTCONFIG_DIR])
-      mkdirSync(join(rootfs, d.slice(1)), { recursive: true });
-  });
+/** The machine's architecture, which the harness's own images are built for. */
+export function hostArch(): Arch {
+  const arch = goArch(process.arch);
+  if (arch !== 'amd64' && arch !== 'arm64') throw new Error(`images are built for amd64 and arm64, not ${arch}`);
+  return arch;
+}
+
+/** The sidecar's root file system of `arch` in `rootfs`: busybox, the program, the folders it mounts. */
+export function writeGuestconfigRootfs(rootfs: string, inputs: ImageInputs = readInputs(), arch = hostArch()): void {
+  writeBusyboxRootfs(
+    rootfs,
+    inputs,
+    () => {
+      const program = join(rootfs, SIDECAR_PROGRAM.slice(1));
+      mkdirSync(dirname(program), { recursive: true });
+      writeFileSync(program, sidecarProgram(), { mode: 0o755 });
+      for (const d of [SIDECAR_SOURCE_DIR, SIDECAR_PRIVATE_DIR, TOOLS_DIR, GUESTCONFIG_DIR])
+        mkdirSync(join(rootfs, d.slice(1)), { recursive: true });
+    },
+    arch,
+  );
 }
 
 export function buildGuestconfigImage(opts: BuildOptions): BuiltImage {
   const inputs = opts.inputs ?? readInputs();
-  const architecture = goArch(process.arch);
-  if (architecture !== inputs.architecture) {
-    throw new Error(`images/inputs.json pins ${inputs.architecture} inputs; this machine is ${architecture}`);
-  }
   const name = guestconfigImageName(opts.tag, opts.registry);
-  const rootfs = mkdtempSync(join(tmpdir(), 'kd-image-guestconfig-'));
+  const version = packageVersion(opts.repoRoot);
+  const work = mkdtempSync(join(tmpdir(), 'kd-image-guestconfig-'));
   try {
-    writeGuestconfigRootfs(rootfs, inputs);
-    const spec = guestconfigImageSpec({
-      name,
-      version: packageVersion(opts.repoRoot),
-      ...(opts.revision ? { revision: opts.revision } : {}),
-      architecture,
-      ...(opts.labels ? { labels: opts.labels } : {}),
+    const platforms = inputs.architectures.map((arch) => {
+      const rootfs = join(work, arch);
+      mkdirSync(rootfs);
+      writeGuestconfigRootfs(rootfs, inputs, arch);
+      const spec = guestconfigImageSpec({
+        name,
+        version,
+        ...(opts.revision ? { revision: opts.revision } : {}),
+        architecture: arch,
+        ...(opts.labels ? { labels: opts.labels } : {}),
+      });
+      return { rootfs: [rootfs], spec };
     });
     mkdirSync(opts.outDir, { recursive: true });
     const archive = join(opts.outDir, `${GUESTCONFIG}.tar`);
-    const digest = writeOciArchive(rootfs, spec, archive);
-    return { image: GUESTCONFIG, name, archive, digest, bytes: statSync(archive).size };
+    const annotations = indexAnnotations('kd-connections-guestconfig', LICENSES, { ...opts, version });
+    const written = writeOciIndexArchive(name, platforms, archive, annotations);
+    return { image: GUESTCONFIG, name, archive, ...written, bytes: statSync(archive).size };
   } finally {
-    rmSync(rootfs, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
   }
 }

@@ -20,21 +20,34 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export interface DebianInput {
-  package: string;
-  version: string;
+/** An image architecture, in OCI's (GOARCH) spelling. */
+export type Arch = 'amd64' | 'arm64';
+
+export interface DebianArchInput {
   sha256: string;
   /** Paths inside the package (no leading slash) that go into the image, as they are. */
   files: string[];
 }
 
+export interface DebianInput extends Partial<Record<Arch, DebianArchInput>> {
+  package: string;
+  version: string;
+  /** Its folder in Debian's pool (main/g/glibc), for an architecture apt is not set up for. */
+  pool: string;
+}
+
+export interface NodeInput extends Partial<Record<Arch, { package: string; integrity: string }>> {
+  version: string;
+}
+
 export interface ImageInputs {
-  architecture: string;
-  node: { package: string; version: string; integrity: string };
+  /** What every image is built for (an OCI image index with one manifest each). */
+  architectures: Arch[];
+  node: NodeInput;
   /** The C runtime of the service images. */
   debian: DebianInput[];
-  /** The guestconfig sidecar image: a static busybox. */
-  guestconfig: { busybox: DebianInput };
+  /** The guestconfig sidecar image: a static busybox, and its applets (one link each). */
+  guestconfig: { busybox: DebianInput; applets: string[] };
 }
 
 /** images/inputs.json, from images/src (tests) and images/dist (the build) alike. */
@@ -42,12 +55,22 @@ export const INPUTS_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '
 
 export function readInputs(file = INPUTS_FILE): ImageInputs {
   const inputs = JSON.parse(readFileSync(file, 'utf8')) as ImageInputs;
-  if (!/^sha512-[A-Za-z0-9+/]+=*$/.test(inputs.node?.integrity ?? ''))
-    throw new Error(`${file}: node.integrity must be the npm "sha512-…" integrity of ${inputs.node?.package}`);
-  if (!inputs.guestconfig?.busybox) throw new Error(`${file}: guestconfig.busybox (the sidecar's busybox) is missing`);
-  for (const d of [...(inputs.debian ?? []), inputs.guestconfig.busybox]) {
-    if (!/^[a-f0-9]{64}$/.test(d.sha256)) throw new Error(`${file}: debian "${d.package}" needs its .deb's sha256`);
-    if (!d.files.length) throw new Error(`${file}: debian "${d.package}" takes no files`);
+  const bad = (what: string) => new Error(`${file}: ${what}`);
+  if (!inputs.architectures?.length) throw bad('architectures is empty');
+  if (!inputs.guestconfig?.busybox) throw bad("guestconfig.busybox (the sidecar's busybox) is missing");
+  if (!inputs.guestconfig.applets?.length) throw bad('guestconfig.applets is empty');
+  for (const arch of inputs.architectures) {
+    const node = inputs.node?.[arch];
+    if (!node || !/^sha512-[A-Za-z0-9+/]+=*$/.test(node.integrity))
+      throw bad(`node.${arch}.integrity must be the npm "sha512-…" integrity of its package`);
+    for (const d of [...(inputs.debian ?? []), inputs.guestconfig.busybox]) {
+      const a = d[arch];
+      if (!a || !/^[a-f0-9]{64}$/.test(a.sha256))
+        throw bad(`debian "${d.package}" needs the sha256 of its ${arch} .deb`);
+      if (!a.files.length) throw bad(`debian "${d.package}" takes no ${arch} files`);
+      if (!/^[a-z]+\/[a-z0-9.+-]+\/[a-z0-9.+-]+$/.test(d.pool))
+        throw bad(`debian "${d.package}" needs its pool folder`);
+    }
   }
   return inputs;
 }
@@ -81,47 +104,75 @@ function download(cache: string, expectedName: string, fetch: (dir: string) => v
   return target;
 }
 
-/** The Node.js package tarball, verified against its pinned integrity. */
-export function nodeTarball(inputs: ImageInputs, cache = inputsCacheDir()): string {
-  const { package: pkg, version, integrity } = inputs.node;
+/** The Node.js package tarball of `arch`, verified against its pinned integrity. */
+export function nodeTarball(inputs: ImageInputs, arch: Arch, cache = inputsCacheDir()): string {
+  const { package: pkg, integrity } = inputs.node[arch]!;
+  const version = inputs.node.version;
   const file = download(cache, `${pkg}-${version}.tgz`, (dir) =>
     execFileSync('npm', ['pack', `${pkg}@${version}`, '--pack-destination', dir, '--silent'], { stdio: 'ignore' }),
   );
   const actual = `sha512-${hashFile(file, 'sha512', 'base64')}`;
   if (actual !== integrity) {
-    throw new Error(`${file}: integrity ${actual} is not the pinned ${integrity} (images/inputs.json node.integrity)`);
+    throw new Error(`${file}: integrity ${actual} is not the pinned ${integrity} (images/inputs.json node.${arch})`);
   }
   return file;
 }
 
-/** A Debian package at its pinned version, verified against its pinned sha256. */
-export function debianPackage(deb: DebianInput, cache = inputsCacheDir()): string {
-  const name = `${deb.package}_${deb.version.replace(/:/g, '%3a')}.deb`;
+/** Debian's pool address of a package's .deb (the version without its epoch). */
+export function debianPoolUrl(deb: DebianInput, arch: Arch): string {
+  const version = deb.version.replace(/^\d+:/, '');
+  return `http://deb.debian.org/debian/pool/${deb.pool}/${deb.package}_${version}_${arch}.deb`;
+}
+
+/** Fetches `url` into `dir` with Node's fetch, in a child process (the builder is synchronous). */
+function fetchInto(url: string, dir: string): void {
+  const program = `fetch(process.argv[1]).then(async (r) => {
+    if (!r.ok) throw new Error(r.status + ' ' + r.statusText);
+    require('node:fs').writeFileSync(process.argv[2], Buffer.from(await r.arrayBuffer()));
+  }).catch((e) => { console.error(e.message); process.exit(1); });`;
+  execFileSync(process.execPath, ['-e', program, url, join(dir, 'package.deb')], { stdio: 'pipe' });
+}
+
+/**
+ * A Debian package of `arch` at its pinned version, verified against its pinned sha256: `apt-get download`
+ * (the machine's mirrors), else Debian's pool over HTTP (an architecture apt is not set up for).
+ */
+export function debianPackage(deb: DebianInput, arch: Arch, cache = inputsCacheDir()): string {
+  const pinned = deb[arch]!.sha256;
+  const name = `${deb.package}_${deb.version.replace(/:/g, '%3a')}_${arch}.deb`;
   const file = download(cache, name, (dir) => {
     try {
-      execFileSync('apt-get', ['download', '-q', `${deb.package}=${deb.version}`], { cwd: dir, stdio: 'pipe' });
-    } catch (e) {
-      throw new Error(
-        `apt-get download ${deb.package}=${deb.version} failed (${(e as Error).message.split('\n')[0]}); ` +
-          `run apt-get update, or put the .deb (sha256 ${deb.sha256}) into ${cache} as ${name}`,
-      );
+      execFileSync('apt-get', ['download', '-q', `${deb.package}:${arch}=${deb.version}`], { cwd: dir, stdio: 'pipe' });
+    } catch (apt) {
+      const url = debianPoolUrl(deb, arch);
+      try {
+        fetchInto(url, dir);
+      } catch (e) {
+        throw new Error(
+          `apt-get download ${deb.package}:${arch}=${deb.version} failed (${(apt as Error).message.split('\n')[0]}), ` +
+            `and so did ${url} (${String((e as { stderr?: unknown }).stderr ?? (e as Error).message).trim()}); ` +
+            `put the .deb (sha256 ${pinned}) into ${cache} as ${name}`,
+        );
+      }
     }
   });
   const actual = hashFile(file, 'sha256', 'hex');
-  if (actual !== deb.sha256) {
-    throw new Error(`${file}: sha256 ${actual} is not the pinned ${deb.sha256} (images/inputs.json, ${deb.package})`);
+  if (actual !== pinned) {
+    throw new Error(
+      `${file}: sha256 ${actual} is not the pinned ${pinned} (images/inputs.json, ${deb.package} ${arch})`,
+    );
   }
   return file;
 }
 
-/** Copies `deb.files` out of the pinned package into `dir` (same paths), naming any that is missing. */
-export function unpackDebianFiles(deb: DebianInput, dir: string, cache = inputsCacheDir()): void {
+/** Copies the `arch` files of the pinned package into `dir` (same paths), naming any that is missing. */
+export function unpackDebianFiles(deb: DebianInput, arch: Arch, dir: string, cache = inputsCacheDir()): void {
   const x = mkdtempSync(join(tmpdir(), 'kd-deb-x-'));
   try {
-    execFileSync('dpkg-deb', ['-x', debianPackage(deb, cache), x]);
-    for (const f of deb.files) {
+    execFileSync('dpkg-deb', ['-x', debianPackage(deb, arch, cache), x]);
+    for (const f of deb[arch]!.files) {
       if (!lstatSync(join(x, f), { throwIfNoEntry: false }))
-        throw new Error(`${deb.package}=${deb.version} has no ${f} (images/inputs.json)`);
+        throw new Error(`${deb.package}=${deb.version} (${arch}) has no ${f} (images/inputs.json)`);
       mkdirSync(dirname(join(dir, f)), { recursive: true });
       cpSync(join(x, f), join(dir, f), { verbatimSymlinks: true });
     }

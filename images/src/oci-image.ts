@@ -171,6 +171,104 @@ export function reproducibleTar(dir: string, out: string, opts: { keepOwners?: b
   ]);
 }
 
+/** One platform's image of a multi-platform one: its configuration and uncompressed layers, lowest first. */
+export interface PlatformImage {
+  spec: ImageSpec;
+  layerTars: readonly Buffer[];
+}
+
+/**
+ * A multi-platform image: one manifest per platform (as ociImage writes it) under an image index that
+ * carries `annotations`; the layout's index.json names that image index (`name`), so containerd imports
+ * one image and unpacks the node's platform. Docker's manifest.json (`docker load` knows no index) lists
+ * the platform `dockerArchitecture` (default the first).
+ */
+export function ociImageIndex(
+  name: string,
+  images: readonly PlatformImage[],
+  annotations: Record<string, string> = {},
+  dockerArchitecture = images[0]?.spec.architecture,
+): {
+  blobs: Blob[];
+  index: object;
+  layout: object;
+  dockerManifest: object[];
+  digest: string;
+  platforms: Record<string, string>;
+} {
+  const built = images.map((i) => ({ arch: i.spec.architecture, image: ociImage({ ...i.spec, name }, i.layerTars) }));
+  const blobs = new Map<string, Blob>();
+  for (const { image } of built) for (const b of image.blobs) blobs.set(b.digest, b);
+  const manifests = built.map(({ image }) => {
+    const { annotations: _names, ...descriptor } = (image.index as { manifests: (Descriptor & object)[] })
+      .manifests[0]!;
+    return descriptor;
+  });
+  const imageIndex = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MEDIA.index,
+      manifests,
+      ...(Object.keys(annotations).length ? { annotations } : {}),
+    }),
+  );
+  const digest = sha256Digest(imageIndex);
+  blobs.set(digest, { digest, bytes: imageIndex });
+  const docker = built.find((b) => b.arch === dockerArchitecture) ?? built[0]!;
+  return {
+    blobs: [...blobs.values()],
+    index: {
+      schemaVersion: 2,
+      mediaType: MEDIA.index,
+      manifests: [
+        {
+          mediaType: MEDIA.index,
+          digest,
+          size: imageIndex.length,
+          annotations: {
+            'io.containerd.image.name': name,
+            'org.opencontainers.image.ref.name': name.slice(name.lastIndexOf(':') + 1),
+          },
+        },
+      ],
+    },
+    layout: { imageLayoutVersion: '1.0.0' },
+    dockerManifest: docker.image.dockerManifest,
+    digest,
+    platforms: Object.fromEntries(manifests.map((m, i) => [built[i]!.arch, m.digest])),
+  };
+}
+
+/** Packs a layout (blobs, index.json, oci-layout, Docker's manifest.json) into the archive `archive`. */
+function writeLayoutArchive(
+  image: { blobs: Blob[]; index: object; layout: object; dockerManifest: object[] },
+  work: string,
+  archive: string,
+): void {
+  const layout = join(work, 'layout');
+  mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
+  for (const b of image.blobs)
+    writeFileSync(join(layout, 'blobs', 'sha256', b.digest.slice('sha256:'.length)), b.bytes);
+  writeFileSync(join(layout, 'index.json'), JSON.stringify(image.index));
+  writeFileSync(join(layout, 'oci-layout'), JSON.stringify(image.layout));
+  writeFileSync(join(layout, 'manifest.json'), JSON.stringify(image.dockerManifest));
+  // A name of this process's own: two test runs may build the same image at once.
+  const tmp = `${archive}.${process.pid}.tmp`;
+  reproducibleTar(layout, tmp);
+  execFileSync('mv', ['-f', tmp, archive]);
+}
+
+let layerCount = 0;
+
+/** Each directory as one uncompressed layer (reproducibleTar), lowest first. */
+function layerTars(dirs: readonly string[], work: string, opts: { keepOwners?: boolean }): Buffer[] {
+  return dirs.map((dir, i) => {
+    const file = join(work, `layer-${layerCount++}-${i}.tar`);
+    reproducibleTar(dir, file, opts);
+    return readFileSync(file);
+  });
+}
+
 /**
  * Packs each directory of `rootfs` as one layer (lowest first) and writes the OCI archive to `archive`.
  * Returns the manifest's digest: the image's digest in a registry after a push that keeps the blobs.
@@ -183,23 +281,34 @@ export function writeOciArchive(
 ): string {
   const work = mkdtempSync(join(tmpdir(), 'kd-oci-'));
   try {
-    const tars = (typeof rootfs === 'string' ? [rootfs] : rootfs).map((dir, i) => {
-      reproducibleTar(dir, join(work, `layer-${i}.tar`), opts);
-      return readFileSync(join(work, `layer-${i}.tar`));
-    });
-    const image = ociImage(spec, tars);
-    const layout = join(work, 'layout');
-    mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
-    for (const b of image.blobs)
-      writeFileSync(join(layout, 'blobs', 'sha256', b.digest.slice('sha256:'.length)), b.bytes);
-    writeFileSync(join(layout, 'index.json'), JSON.stringify(image.index));
-    writeFileSync(join(layout, 'oci-layout'), JSON.stringify(image.layout));
-    writeFileSync(join(layout, 'manifest.json'), JSON.stringify(image.dockerManifest));
-    // A name of this process's own: two test runs may build the same image at once.
-    const tmp = `${archive}.${process.pid}.tmp`;
-    reproducibleTar(layout, tmp);
-    execFileSync('mv', ['-f', tmp, archive]);
+    const image = ociImage(spec, layerTars(typeof rootfs === 'string' ? [rootfs] : rootfs, work, opts));
+    writeLayoutArchive(image, work, archive);
     return (image.index as { manifests: Descriptor[] }).manifests[0]!.digest;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A multi-platform image (ociImageIndex) of one root file system per platform (each a list of layer
+ * directories) written to `archive`. Returns the image index's digest (the image's digest in a registry)
+ * and each architecture's manifest digest.
+ */
+export function writeOciIndexArchive(
+  name: string,
+  platforms: readonly { rootfs: readonly string[]; spec: ImageSpec }[],
+  archive: string,
+  annotations: Record<string, string> = {},
+): { digest: string; platforms: Record<string, string> } {
+  const work = mkdtempSync(join(tmpdir(), 'kd-oci-'));
+  try {
+    const image = ociImageIndex(
+      name,
+      platforms.map((p) => ({ spec: p.spec, layerTars: layerTars(p.rootfs, work, {}) })),
+      annotations,
+    );
+    writeLayoutArchive(image, work, archive);
+    return { digest: image.digest, platforms: image.platforms };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -25,8 +25,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { goArch, type ImageSpec, writeOciArchive } from './oci-image.js';
-import { type ImageInputs, nodeTarball, readInputs, unpackDebianFiles } from './image-inputs.js';
+import { type ImageSpec, writeOciIndexArchive } from './oci-image.js';
+import { type Arch, type ImageInputs, nodeTarball, readInputs, unpackDebianFiles } from './image-inputs.js';
 import { type Lockfile, productionClosure } from './production-closure.js';
 import { SERVICE_NODE_FLAGS } from '@kd-connections/shared';
 
@@ -106,8 +106,8 @@ export function normalizeModes(dir: string): void {
   }
 }
 
-function runtimeLayer(inputs: ImageInputs, dir: string): void {
-  for (const deb of inputs.debian) unpackDebianFiles(deb, dir);
+function runtimeLayer(inputs: ImageInputs, arch: Arch, dir: string): void {
+  for (const deb of inputs.debian) unpackDebianFiles(deb, arch, dir);
   for (const [f, text] of Object.entries(accountFiles())) {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
     writeFileSync(join(dir, f), text);
@@ -117,10 +117,10 @@ function runtimeLayer(inputs: ImageInputs, dir: string): void {
   chmodSync(join(dir, 'tmp'), 0o1777);
 }
 
-function nodeLayer(inputs: ImageInputs, dir: string): void {
+function nodeLayer(inputs: ImageInputs, arch: Arch, dir: string): void {
   const x = mkdtempSync(join(tmpdir(), 'kd-node-x-'));
   try {
-    execFileSync('tar', ['-xzf', nodeTarball(inputs), '-C', x, 'package/bin/node', 'package/LICENSE']);
+    execFileSync('tar', ['-xzf', nodeTarball(inputs, arch), '-C', x, 'package/bin/node', 'package/LICENSE']);
     mkdirSync(join(dir, 'usr/local/bin'), { recursive: true });
     mkdirSync(join(dir, 'usr/local/share/doc/node'), { recursive: true });
     cpSync(join(x, 'package/bin/node'), join(dir, NODE_PATH.slice(1)));
@@ -176,8 +176,13 @@ export interface BuiltImage {
   image: string;
   name: string;
   archive: string;
-  /** The manifest digest: what a registry reports after `skopeo copy` / `crane push` of the archive. */
+  /**
+   * The image index's digest: what a registry reports after `skopeo copy --all` / `crane push` of the
+   * archive, and what `image.digest` in the chart pins.
+   */
   digest: string;
+  /** Each architecture's manifest digest. */
+  platforms: Record<string, string>;
   bytes: number;
 }
 
@@ -188,7 +193,24 @@ export interface BuildOptions {
   registry?: string;
   labels?: Record<string, string>;
   revision?: string;
+  /** The source repository's address (org.opencontainers.image.source). */
+  source?: string;
   inputs?: ImageInputs;
+}
+
+/** The annotations of an image index: what the image is, from which source and revision, under which licenses. */
+export function indexAnnotations(
+  title: string,
+  licenses: string,
+  opts: Pick<BuildOptions, 'revision' | 'source'> & { version: string },
+): Record<string, string> {
+  return {
+    'org.opencontainers.image.title': title,
+    'org.opencontainers.image.version': opts.version,
+    'org.opencontainers.image.licenses': licenses,
+    ...(opts.revision ? { 'org.opencontainers.image.revision': opts.revision } : {}),
+    ...(opts.source ? { 'org.opencontainers.image.source': opts.source } : {}),
+  };
 }
 
 /** The project's version (package.json at the repository root): the images' version label and default tag. */
@@ -198,31 +220,35 @@ export function packageVersion(repoRoot: string): string {
 
 export function buildServiceImage(service: Service, opts: BuildOptions): BuiltImage {
   const inputs = opts.inputs ?? readInputs();
-  const arch = goArch(process.arch);
-  if (arch !== inputs.architecture) {
-    throw new Error(`images/inputs.json pins ${inputs.architecture} inputs; this machine is ${arch}`);
-  }
   const version = packageVersion(opts.repoRoot);
   const name = serviceImageName(service, opts.tag, opts.registry);
   const work = mkdtempSync(join(tmpdir(), `kd-image-${service}-`));
   try {
-    const layers = ['runtime', 'node', 'app'].map((l) => join(work, l));
-    for (const l of layers) mkdirSync(l);
-    runtimeLayer(inputs, layers[0]!);
-    nodeLayer(inputs, layers[1]!);
-    appLayer(opts.repoRoot, service, layers[2]!);
-    const spec = serviceImageSpec(service, {
-      name,
-      version,
-      ...(opts.revision ? { revision: opts.revision } : {}),
-      nodeVersion: inputs.node.version,
-      architecture: arch,
-      ...(opts.labels ? { labels: opts.labels } : {}),
+    // The app layer is JavaScript only: the same for every architecture.
+    const app = join(work, 'app');
+    mkdirSync(app);
+    appLayer(opts.repoRoot, service, app);
+    const platforms = inputs.architectures.map((arch) => {
+      const [runtime, node] = ['runtime', 'node'].map((l) => join(work, `${arch}-${l}`));
+      mkdirSync(runtime!);
+      mkdirSync(node!);
+      runtimeLayer(inputs, arch, runtime!);
+      nodeLayer(inputs, arch, node!);
+      const spec = serviceImageSpec(service, {
+        name,
+        version,
+        ...(opts.revision ? { revision: opts.revision } : {}),
+        nodeVersion: inputs.node.version,
+        architecture: arch,
+        ...(opts.labels ? { labels: opts.labels } : {}),
+      });
+      return { rootfs: [runtime!, node!, app], spec };
     });
     mkdirSync(opts.outDir, { recursive: true });
     const archive = join(opts.outDir, `${service}.tar`);
-    const digest = writeOciArchive(layers, spec, archive);
-    return { image: service, name, archive, digest, bytes: statSync(archive).size };
+    const annotations = indexAnnotations(`kd-connections-${service}`, 'Apache-2.0', { ...opts, version });
+    const written = writeOciIndexArchive(name, platforms, archive, annotations);
+    return { image: service, name, archive, ...written, bytes: statSync(archive).size };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -29,12 +29,12 @@ const podSpec = (docs: Doc[], component: string) => deployment(docs, component).
 const container = (docs: Doc[], component: string) => podSpec(docs, component).containers[0];
 
 describe('defaults', () => {
-  it('both pods: linux amd64 nodes, 5 old ReplicaSets, the restricted security contexts, the pod network', async () => {
+  it('both pods: linux nodes, 5 old ReplicaSets, the restricted security contexts, the pod network', async () => {
     const { docs } = await render();
     for (const c of COMPONENTS) {
       expect(deployment(docs, c).spec.revisionHistoryLimit).toBe(5);
       const pod = podSpec(docs, c);
-      expect(pod.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' });
+      expect(pod.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
       expect(pod.hostNetwork).toBeUndefined();
       expect(pod.dnsPolicy).toBeUndefined();
       expect(pod.imagePullSecrets).toBeUndefined();
@@ -146,10 +146,7 @@ describe('every pod-spec value changes what it names, in both Deployments', () =
     ],
     [
       'nodeSelector replaced',
-      (c) => [
-        ...['os', 'arch'].flatMap((k) => ['--set', `${c}.nodeSelector.kubernetes\\.io/${k}=null`]),
-        ...sets({ [`${c}.nodeSelector.pool`]: 'infra' }),
-      ],
+      (c) => ['--set', `${c}.nodeSelector.kubernetes\\.io/os=null`, ...sets({ [`${c}.nodeSelector.pool`]: 'infra' })],
       (dep) => expect(dep.spec.template.spec.nodeSelector).toEqual({ pool: 'infra' }),
     ],
     [
@@ -538,9 +535,9 @@ describe('Chart.yaml for Artifact Hub', () => {
       .args.find((a: string) => a.startsWith('--guestconfig-image='))
       .slice('--guestconfig-image='.length);
     expect(listed).toEqual([
-      { name: 'admission', image: container(docs, 'admission').image, platforms: ['linux/amd64'] },
-      { name: 'reconciler', image: container(docs, 'reconciler').image, platforms: ['linux/amd64'] },
-      { name: 'guestconfig', image: sidecar, platforms: ['linux/amd64'] },
+      { name: 'admission', image: container(docs, 'admission').image, platforms: ['linux/amd64', 'linux/arm64'] },
+      { name: 'reconciler', image: container(docs, 'reconciler').image, platforms: ['linux/amd64', 'linux/arm64'] },
+      { name: 'guestconfig', image: sidecar, platforms: ['linux/amd64', 'linux/arm64'] },
     ]);
     expect(chart.annotations['artifacthub.io/license']).toBe('Apache-2.0');
   });
@@ -580,7 +577,7 @@ describe('helm test: a Pod that asks the admission service for /readyz', () => {
     expect(pod.spec).toMatchObject({
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
-      nodeSelector: { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' },
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
       tolerations: [{ operator: 'Exists' }],
       securityContext: { runAsNonRoot: true },
     });

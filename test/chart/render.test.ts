@@ -332,7 +332,7 @@ describe('helm lint and helm template', () => {
       expect([d.kind, d.metadata.name, wave(d)]).toEqual([d.kind, d.metadata.name, expected[d.kind]]);
   });
 
-  it('Deployments: replicas, rollout, PDB, anti-affinity, preStop, probes and the restricted security context', async () => {
+  it('Deployments: replicas, rollout, PDB, anti-affinity, the images\' architectures, preStop, probes and the restricted security context', async () => {
     const { docs } = await render('bootstrap');
     const fullname = `${REL}-kd-connections`;
     for (const component of ['admission', 'reconciler']) {
@@ -348,6 +348,14 @@ describe('helm lint and helm template', () => {
       expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm).toEqual({
         topologyKey: 'kubernetes.io/hostname',
         labelSelector: dep.spec.selector,
+      });
+      // The architectures the images are built for (npm run images), and no other.
+      expect(pod.affinity.nodeAffinity).toEqual({
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64', 'arm64'] }] },
+          ],
+        },
       });
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
       expect(c.securityContext).toMatchObject({

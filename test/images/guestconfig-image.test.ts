@@ -5,36 +5,16 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { SIDECAR_PROGRAM, sidecarProgram } from '@kd-connections/shared';
-import { buildGuestconfigImage, guestconfigImageName } from '../../images/src/guestconfig-image.js';
-import { readInputs } from '../../images/src/image-inputs.js';
+import { buildGuestconfigImage, guestconfigImageName, hostArch } from '../../images/src/guestconfig-image.js';
+import { readInputs, unpackDebianFiles } from '../../images/src/image-inputs.js';
+import { elfMachine, readArchive, unpackPlatform } from './oci-archive-reader.js';
 import { repoRoot } from '../support/processes.js';
 import { guestconfigImage } from './base-images.js';
-
-interface Layout {
-  config: { config: { Entrypoint?: string[]; Labels?: Record<string, string> }; rootfs: { diff_ids: string[] } };
-  listing: string;
-}
-
-/** Unpacks an image archive (one layer) into `dir`/root; returns its config and the layer's listing. */
-function unpack(archive: string, dir: string): Layout {
-  mkdirSync(join(dir, 'layout'), { recursive: true });
-  mkdirSync(join(dir, 'root'), { recursive: true });
-  execFileSync('tar', ['-xf', archive, '-C', join(dir, 'layout')]);
-  const [docker] = JSON.parse(readFileSync(join(dir, 'layout', 'manifest.json'), 'utf8'));
-  const [layer] = docker.Layers as string[];
-  const blob = join(dir, 'layout', layer!);
-  const listing = execFileSync('tar', ['--numeric-owner', '-tvzf', blob], {
-    encoding: 'utf8',
-    env: { ...process.env, TZ: 'UTC' },
-  });
-  execFileSync('tar', ['-xzf', blob, '-C', join(dir, 'root')]);
-  return { config: JSON.parse(readFileSync(join(dir, 'layout', docker.Config), 'utf8')), listing };
-}
 
 describe('the guestconfig sidecar image', () => {
   it("is named as the chart's default podWebhook image", () => {
@@ -45,14 +25,22 @@ describe('the guestconfig sidecar image', () => {
     expect(guestconfigImageName(chart.appVersion)).toBe(chartRef);
   });
 
-  it('pins its busybox by hash', () => {
-    expect(readInputs().guestconfig.busybox).toMatchObject({
-      package: 'busybox-static',
-      sha256: expect.stringMatching(/^[a-f0-9]{64}$/),
-    });
+  it("pins its busybox by hash for both architectures, and the applet list this machine's busybox gives", () => {
+    const inputs = readInputs();
+    const busybox = inputs.guestconfig.busybox;
+    expect(busybox.package).toBe('busybox-static');
+    for (const a of [busybox.amd64, busybox.arm64]) expect(a?.sha256).toMatch(/^[a-f0-9]{64}$/);
+    const dir = mkdtempSync(join(tmpdir(), 'kd-busybox-'));
+    try {
+      unpackDebianFiles(busybox, hostArch(), dir);
+      const listed = execFileSync(join(dir, 'bin/busybox'), ['--list'], { encoding: 'utf8' }).trim().split('\n');
+      expect(inputs.guestconfig.applets).toEqual(listed.filter((a) => a !== 'busybox'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
-  it('gives the same digest twice; runs the sidecar program with busybox and the applets it uses', () => {
+  it('gives the same digest twice; for amd64 and arm64, runs the sidecar program with busybox and the applets it uses', () => {
     const work = mkdtempSync(join(tmpdir(), 'kd-guestconfig-image-test-'));
     try {
       const opts = { repoRoot, tag: 'determinism', revision: 'test' };
@@ -63,26 +51,36 @@ describe('the guestconfig sidecar image', () => {
       expect(b.digest).toBe(a.digest);
       expect(readFileSync(b.archive).equals(readFileSync(a.archive))).toBe(true);
 
-      const { config, listing } = unpack(a.archive, join(work, 'x'));
-      expect(config.config.Entrypoint).toEqual([SIDECAR_PROGRAM]);
-      expect(config.config.Labels).toMatchObject({
+      const archive = readArchive(a.archive, work);
+      expect(archive.index.annotations).toMatchObject({
         'org.opencontainers.image.title': 'kd-connections-guestconfig',
         'org.opencontainers.image.revision': 'test',
         'org.opencontainers.image.licenses': 'Apache-2.0 AND GPL-2.0-only',
       });
-      const root = join(work, 'x', 'root');
-      expect(readFileSync(join(root, SIDECAR_PROGRAM.slice(1)), 'utf8')).toBe(sidecarProgram());
-      expect(statSync(join(root, SIDECAR_PROGRAM.slice(1))).mode & 0o777).toBe(0o755);
-      // The applets the program and the reconnect hook run, each a link to the static busybox.
-      for (const applet of ['sh', 'cp', 'mv', 'readlink', 'cmp', 'sleep', 'test', 'cat', 'stat', 'chmod'])
-        expect(readlinkSync(join(root, 'bin', applet))).toBe('busybox');
-      expect(execFileSync(join(root, 'bin/busybox'), ['echo', 'runs'], { encoding: 'utf8' })).toBe('runs\n');
-      expect(lstatSync(join(root, 'usr/share/doc/busybox-static/copyright')).isFile()).toBe(true);
-      // / readable by the non-root user restricted pods run the sidecar as; /tmp sticky; owner 0/0, time 0.
-      const lines = listing.trim().split('\n');
-      expect(lines.find((l) => / \.\/$/.test(l))).toMatch(/^drwxr-xr-x /);
-      expect(lines.find((l) => / \.\/tmp\/$/.test(l))).toMatch(/^drwxrwxrwt /);
-      for (const line of lines) expect(line).toMatch(/^\S+ 0\/0 +\d+ 1970-01-01 00:00 /);
+      expect(archive.index.manifests.map((m) => m.platform?.architecture)).toEqual(['amd64', 'arm64']);
+      for (const [arch, machine] of [
+        ['amd64', 62],
+        ['arm64', 183],
+      ] as const) {
+        const root = join(work, arch);
+        const { config, listing } = unpackPlatform(archive, arch, root);
+        expect(config.architecture).toBe(arch);
+        expect(config.config.Entrypoint).toEqual([SIDECAR_PROGRAM]);
+        expect(config.config.Labels).toMatchObject({ 'org.opencontainers.image.title': 'kd-connections-guestconfig' });
+        expect(elfMachine(join(root, 'bin/busybox'))).toBe(machine);
+        expect(readFileSync(join(root, SIDECAR_PROGRAM.slice(1)), 'utf8')).toBe(sidecarProgram());
+        expect(statSync(join(root, SIDECAR_PROGRAM.slice(1))).mode & 0o777).toBe(0o755);
+        // The applets the program and the reconnect hook run, each a link to the static busybox.
+        for (const applet of ['sh', 'cp', 'mv', 'readlink', 'cmp', 'sleep', 'test', 'cat', 'stat', 'chmod'])
+          expect(readlinkSync(join(root, 'bin', applet))).toBe('busybox');
+        expect(lstatSync(join(root, 'usr/share/doc/busybox-static/copyright')).isFile()).toBe(true);
+        // / readable by the non-root user restricted pods run the sidecar as; /tmp sticky; owner 0/0, time 0.
+        const lines = listing.trim().split('\n');
+        expect(lines.find((l) => / \.\/$/.test(l))).toMatch(/^drwxr-xr-x /);
+        expect(lines.find((l) => / \.\/tmp\/$/.test(l))).toMatch(/^drwxrwxrwt /);
+        for (const line of lines) expect(line).toMatch(/^\S+ 0\/0 +\d+ 1970-01-01 00:00 /);
+      }
+      expect(execFileSync(join(work, 'amd64', 'bin/busybox'), ['echo', 'runs'], { encoding: 'utf8' })).toBe('runs\n');
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
@@ -93,9 +91,11 @@ describe('the guestconfig sidecar image', () => {
     try {
       const product = buildGuestconfigImage({ repoRoot, tag: 'same', outDir: join(work, 'a') });
       const harness = guestconfigImage();
-      const p = unpack(product.archive, join(work, 'p')).config.rootfs.diff_ids;
-      const h = unpack(harness.archive, join(work, 'h')).config.rootfs.diff_ids;
-      expect(h).toEqual(p);
+      const p = unpackPlatform(readArchive(product.archive, join(work, 'p')), hostArch(), join(work, 'p', 'root'));
+      // The harness's image is a single manifest (the layout's index names it directly).
+      const h = readArchive(harness.archive, join(work, 'h'));
+      const hManifest = h.json<{ config: { digest: string } }>(h.top.manifests[0]!.digest);
+      expect(h.json(hManifest.config.digest).rootfs.diff_ids).toEqual(p.config.rootfs.diff_ids);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

