@@ -84,7 +84,8 @@ function main(): void {
     console.log(
       `${img.name}  ${img.digest}  ${(img.bytes / 1e6).toFixed(1)} MB  ${((Date.now() - t0) / 1000).toFixed(1)} s  → ${img.archive}`,
     );
-    for (const [arch, digest] of Object.entries(img.platforms)) console.log(`  linux/${arch}  ${digest}`);
+    for (const [arch, digest] of Object.entries(img.platforms))
+      console.log(`  linux/${arch}  ${digest}  SBOM ${img.sboms[arch]}`);
     return img;
   });
   writeFileSync(join(values.out, 'images.json'), `${JSON.stringify(built, null, 2)}\n`);

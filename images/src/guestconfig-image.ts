@@ -28,7 +28,9 @@ import {
   indexAnnotations,
   normalizeModes,
   packageVersion,
+  sbomLayer,
 } from './service-images.js';
+import { debianSbomPackage, spdxDocument } from './sbom.js';
 
 export const GUESTCONFIG = 'guestconfig';
 /** The program is the project's; busybox is GPL-2.0 (its copyright file is in the image). */
@@ -112,10 +114,17 @@ export function buildGuestconfigImage(opts: BuildOptions): BuiltImage {
   const version = packageVersion(opts.repoRoot);
   const work = mkdtempSync(join(tmpdir(), 'kd-image-guestconfig-'));
   try {
+    const sboms: Record<string, string> = {};
     const platforms = inputs.architectures.map((arch) => {
       const rootfs = join(work, arch);
+      const sbom = join(work, `${arch}-sbom`);
       mkdirSync(rootfs);
+      mkdirSync(sbom);
       writeGuestconfigRootfs(rootfs, inputs, arch);
+      const doc = spdxDocument({ name, version, arch, license: LICENSES }, [
+        debianSbomPackage(inputs.guestconfig.busybox, arch),
+      ]);
+      sboms[arch] = sbomLayer(sbom, doc, join(opts.outDir, `${GUESTCONFIG}-${arch}.spdx.json`));
       const spec = guestconfigImageSpec({
         name,
         version,
@@ -123,13 +132,13 @@ export function buildGuestconfigImage(opts: BuildOptions): BuiltImage {
         architecture: arch,
         ...(opts.labels ? { labels: opts.labels } : {}),
       });
-      return { rootfs: [rootfs], spec };
+      return { rootfs: [rootfs, sbom], spec };
     });
     mkdirSync(opts.outDir, { recursive: true });
     const archive = join(opts.outDir, `${GUESTCONFIG}.tar`);
     const annotations = indexAnnotations('kd-connections-guestconfig', LICENSES, { ...opts, version });
     const written = writeOciIndexArchive(name, platforms, archive, annotations);
-    return { image: GUESTCONFIG, name, archive, ...written, bytes: statSync(archive).size };
+    return { image: GUESTCONFIG, name, archive, ...written, sboms, bytes: statSync(archive).size };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

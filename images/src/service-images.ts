@@ -27,7 +27,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type ImageSpec, writeOciIndexArchive } from './oci-image.js';
 import { type Arch, type ImageInputs, nodeTarball, readInputs, unpackDebianFiles } from './image-inputs.js';
-import { type Lockfile, productionClosure } from './production-closure.js';
+import { type Closure, type Lockfile, productionClosure } from './production-closure.js';
+import { debianSbomPackage, nodeSbomPackage, npmSbomPackages, SBOM_PATH, spdxDocument } from './sbom.js';
 import { SERVICE_NODE_FLAGS } from '@kd-connections/shared';
 
 export const SERVICES = ['admission', 'reconciler'] as const;
@@ -132,7 +133,7 @@ function nodeLayer(inputs: ImageInputs, arch: Arch, dir: string): void {
 }
 
 /** Copies what `service` runs from the repository: compiled JavaScript and its production closure. */
-function appLayer(repoRoot: string, service: Service, dir: string): void {
+function appLayer(repoRoot: string, service: Service, dir: string): { lock: Lockfile; closure: Closure } {
   const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as Lockfile;
   const closure = productionClosure(lock, service);
   const app = join(dir, APP_DIR.slice(1));
@@ -169,6 +170,21 @@ function appLayer(repoRoot: string, service: Service, dir: string): void {
     });
   }
   normalizeModes(dir);
+  return { lock, closure };
+}
+
+/**
+ * The SBOM's layer: the document at SBOM_PATH. Also written beside the archive (`<image>-<arch>.spdx.json`);
+ * returns that file.
+ */
+export function sbomLayer(dir: string, doc: object, beside: string): string {
+  const text = `${JSON.stringify(doc, null, 2)}\n`;
+  mkdirSync(join(dir, dirname(SBOM_PATH).slice(1)), { recursive: true });
+  writeFileSync(join(dir, SBOM_PATH.slice(1)), text);
+  normalizeModes(dir);
+  mkdirSync(dirname(beside), { recursive: true });
+  writeFileSync(beside, text);
+  return beside;
 }
 
 export interface BuiltImage {
@@ -183,6 +199,8 @@ export interface BuiltImage {
   digest: string;
   /** Each architecture's manifest digest. */
   platforms: Record<string, string>;
+  /** Each architecture's SBOM (SPDX JSON) beside the archive; the same document is in the image at SBOM_PATH. */
+  sboms: Record<string, string>;
   bytes: number;
 }
 
@@ -227,13 +245,20 @@ export function buildServiceImage(service: Service, opts: BuildOptions): BuiltIm
     // The app layer is JavaScript only: the same for every architecture.
     const app = join(work, 'app');
     mkdirSync(app);
-    appLayer(opts.repoRoot, service, app);
+    const { lock, closure } = appLayer(opts.repoRoot, service, app);
+    const sboms: Record<string, string> = {};
     const platforms = inputs.architectures.map((arch) => {
-      const [runtime, node] = ['runtime', 'node'].map((l) => join(work, `${arch}-${l}`));
-      mkdirSync(runtime!);
-      mkdirSync(node!);
+      const [runtime, node, sbom] = ['runtime', 'node', 'sbom'].map((l) => join(work, `${arch}-${l}`));
+      for (const d of [runtime!, node!, sbom!]) mkdirSync(d);
       runtimeLayer(inputs, arch, runtime!);
       nodeLayer(inputs, arch, node!);
+      const packages = [
+        ...inputs.debian.map((d) => debianSbomPackage(d, arch)),
+        nodeSbomPackage(inputs, arch),
+        ...npmSbomPackages(lock, closure),
+      ];
+      const doc = spdxDocument({ name, version, arch, license: 'Apache-2.0' }, packages);
+      sboms[arch] = sbomLayer(sbom!, doc, join(opts.outDir, `${service}-${arch}.spdx.json`));
       const spec = serviceImageSpec(service, {
         name,
         version,
@@ -242,13 +267,13 @@ export function buildServiceImage(service: Service, opts: BuildOptions): BuiltIm
         architecture: arch,
         ...(opts.labels ? { labels: opts.labels } : {}),
       });
-      return { rootfs: [runtime!, node!, app], spec };
+      return { rootfs: [runtime!, node!, app, sbom!], spec };
     });
     mkdirSync(opts.outDir, { recursive: true });
     const archive = join(opts.outDir, `${service}.tar`);
     const annotations = indexAnnotations(`kd-connections-${service}`, 'Apache-2.0', { ...opts, version });
     const written = writeOciIndexArchive(name, platforms, archive, annotations);
-    return { image: service, name, archive, ...written, bytes: statSync(archive).size };
+    return { image: service, name, archive, ...written, sboms, bytes: statSync(archive).size };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -332,7 +332,7 @@ describe('helm lint and helm template', () => {
       expect([d.kind, d.metadata.name, wave(d)]).toEqual([d.kind, d.metadata.name, expected[d.kind]]);
   });
 
-  it('Deployments: replicas, rollout, PDB, anti-affinity, the images\' architectures, preStop, probes and the restricted security context', async () => {
+  it("Deployments: replicas, rollout, PDB, anti-affinity, the images' architectures, preStop, probes and the restricted security context", async () => {
     const { docs } = await render('bootstrap');
     const fullname = `${REL}-kd-connections`;
     for (const component of ['admission', 'reconciler']) {

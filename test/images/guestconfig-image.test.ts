@@ -12,6 +12,7 @@ import { parse } from 'yaml';
 import { SIDECAR_PROGRAM, sidecarProgram } from '@kd-connections/shared';
 import { buildGuestconfigImage, guestconfigImageName, hostArch } from '../../images/src/guestconfig-image.js';
 import { readInputs, unpackDebianFiles } from '../../images/src/image-inputs.js';
+import { SBOM_PATH } from '../../images/src/sbom.js';
 import { elfMachine, readArchive, unpackPlatform } from './oci-archive-reader.js';
 import { repoRoot } from '../support/processes.js';
 import { guestconfigImage } from './base-images.js';
@@ -74,6 +75,13 @@ describe('the guestconfig sidecar image', () => {
         for (const applet of ['sh', 'cp', 'mv', 'readlink', 'cmp', 'sleep', 'test', 'cat', 'stat', 'chmod'])
           expect(readlinkSync(join(root, 'bin', applet))).toBe('busybox');
         expect(lstatSync(join(root, 'usr/share/doc/busybox-static/copyright')).isFile()).toBe(true);
+        // Its SBOM, in the image and beside the archive: the busybox package of this architecture.
+        const sbom = readFileSync(join(root, SBOM_PATH.slice(1)), 'utf8');
+        expect(readFileSync(a.sboms[arch]!, 'utf8')).toBe(sbom);
+        const busybox = JSON.parse(sbom).packages.find((p: { name: string }) => p.name === 'busybox-static');
+        expect(busybox.checksums).toEqual([
+          { algorithm: 'SHA256', checksumValue: readInputs().guestconfig.busybox[arch]!.sha256 },
+        ]);
         // / readable by the non-root user restricted pods run the sidecar as; /tmp sticky; owner 0/0, time 0.
         const lines = listing.trim().split('\n');
         expect(lines.find((l) => / \.\/$/.test(l))).toMatch(/^drwxr-xr-x /);
@@ -95,7 +103,8 @@ describe('the guestconfig sidecar image', () => {
       // The harness's image is a single manifest (the layout's index names it directly).
       const h = readArchive(harness.archive, join(work, 'h'));
       const hManifest = h.json<{ config: { digest: string } }>(h.top.manifests[0]!.digest);
-      expect(h.json(hManifest.config.digest).rootfs.diff_ids).toEqual(p.config.rootfs.diff_ids);
+      // Its one layer is the product's first (the product's second holds its SBOM).
+      expect(h.json(hManifest.config.digest).rootfs.diff_ids).toEqual(p.config.rootfs.diff_ids.slice(0, 1));
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -7,6 +7,7 @@ import { parse } from 'yaml';
 import { productionClosure, type Lockfile } from '../../images/src/production-closure.js';
 import { buildServiceImage, IMAGE_UID, serviceImageName, serviceImageSpec } from '../../images/src/service-images.js';
 import { readInputs } from '../../images/src/image-inputs.js';
+import { SBOM_PATH } from '../../images/src/sbom.js';
 import { elfMachine, readArchive, unpackPlatform } from './oci-archive-reader.js';
 import { repoRoot } from '../support/processes.js';
 
@@ -138,9 +139,29 @@ describe('buildServiceImage', () => {
       const arm = unpackPlatform(archive, 'arm64', join(work, 'arm64'));
       for (const img of [amd, arm]) expect(img.config.config.User).toBe(`${IMAGE_UID}:${IMAGE_UID}`);
       expect([amd.config.architecture, arm.config.architecture]).toEqual(['amd64', 'arm64']);
-      // The app layer (JavaScript) is one blob for both; the runtime and Node layers are each platform's.
+      // The app layer (JavaScript) is one blob for both; the runtime, Node and SBOM layers are each platform's.
       expect(arm.layers[2]).toBe(amd.layers[2]);
       expect(arm.layers[0]).not.toBe(amd.layers[0]);
+      expect(arm.layers).toHaveLength(4);
+      // The SBOM of each platform, in the image and beside the archive, lists what went in.
+      const inputs = readInputs();
+      const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8'));
+      for (const arch of ['amd64', 'arm64'] as const) {
+        const sbom = readFileSync(join(work, arch, SBOM_PATH.slice(1)), 'utf8');
+        expect(readFileSync(a.sboms[arch]!, 'utf8')).toBe(sbom);
+        const doc = JSON.parse(sbom);
+        expect(doc.spdxVersion).toBe('SPDX-2.3');
+        const byName = new Map<string, any>(doc.packages.map((p: any) => [p.name, p]));
+        expect(byName.get('libc6').checksums).toEqual([
+          { algorithm: 'SHA256', checksumValue: inputs.debian[0]![arch]!.sha256 },
+        ]);
+        expect(byName.get(inputs.node[arch]!.package).versionInfo).toBe('24.22.3');
+        expect(byName.get('@kubernetes/client-node').versionInfo).toBe(
+          lock.packages['node_modules/@kubernetes/client-node'].version,
+        );
+        expect(byName.get('@kd-connections/reconciler').licenseDeclared).toBe('Apache-2.0');
+        expect(byName.has('jest')).toBe(false);
+      }
       const root = join(work, 'amd64');
       // The image's own loader and libraries, not the host's: what the container will run.
       const version = execFileSync(
