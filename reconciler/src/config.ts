@@ -219,7 +219,8 @@ export function loadConfig(
   if (line.kind === 'help') return out.exit((out.stdout(`${programHelp(RECONCILER_PROGRAM, RECONCILER_FLAGS)}\n`), 0));
   if (line.kind === 'version') return out.exit((out.stdout(`${versionText(RECONCILER_PROGRAM)}\n`), 0));
   const { values: f, raw } = line;
-  const podNs = env.POD_NAMESPACE || 'kd-connections';
+  // Outside a pod: the admission service's default too, and the namespace the README installs into.
+  const podNs = env.POD_NAMESPACE || 'kd-system';
   const [host, port] = splitHostPort(f['metrics-bind-address']);
   const leaseDurationMs = f['lease-duration'];
   const renewDeadlineMs = f['renew-deadline'];

@@ -29,6 +29,15 @@ function info(argv: string[]): { code: number; out: string } {
 }
 
 describe('reconciler configuration', () => {
+  it("outside a pod (no POD_NAMESPACE): kd-system, the admission service's default too", () => {
+    const c = loadConfig(['--identity=r1'], {});
+    expect([c.systemNamespace, c.leaseNamespace, c.digestKeyNamespace]).toEqual([
+      'kd-system',
+      'kd-system',
+      'kd-system',
+    ]);
+  });
+
   it('has in-pod defaults', () => {
     const c = loadConfig(['--identity=r1'], ENV);
     expect(c).toEqual({
