@@ -16,6 +16,7 @@ export * from './canonical-json.js';
 export * from './json-equal.js';
 export * from './hash.js';
 export * from './connections-hash.js';
+export * from './secret-data-mac.js';
 export * from './annotation-size.js';
 export * from './connected-object-size.js';
 export * from './trim-object.js';

@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
-import { DIGEST_KEY_BYTES } from './connections-hash.js';
+import { DIGEST_KEY_BYTES } from './secret-data-mac.js';
 import {
   PRIVATE_SECRET_KEY_CONFIGMETA,
   PRIVATE_SECRET_KEY_PLATFORM,

@@ -9,7 +9,7 @@
  */
 import { ANNOTATION_CONFIGMETA_SPLICE } from './guestconfig-layout.js';
 import { annotationsSize } from './annotation-size.js';
-import { secretDataMac } from './connections-hash.js';
+import { secretDataMac } from './secret-data-mac.js';
 import { hasConfigMetaDelivery } from './pod-delivery.js';
 import {
   ANNOTATION_CONFIGMETA,

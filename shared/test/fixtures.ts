@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { AppLookup, World } from '../src/lookup.js';
-import { secretDataMac } from '../src/connections-hash.js';
+import { secretDataMac } from '../src/secret-data-mac.js';
 import { configMetaVolume } from '../src/pod-delivery.js';
 import {
   API_VERSION,
