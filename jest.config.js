@@ -42,6 +42,7 @@ export default {
       testMatch: [
         '<rootDir>/{shared,certs,admission,reconciler}/test/**/*.test.ts',
         '<rootDir>/test/images/**/*.test.ts',
+        '<rootDir>/test/docs/**/*.test.ts',
         '<rootDir>/test/controlplane/**/*.test.ts',
       ],
     },

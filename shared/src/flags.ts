@@ -303,6 +303,20 @@ export function flagsHelp(spec: Record<string, FlagSpec>, indent = 2): string {
     .join('\n');
 }
 
+/**
+ * The flags as a Markdown table (flag, environment variable, default, what it does) — what docs/flags.md
+ * holds for each program, generated from the same spec as --help.
+ */
+export function flagsMarkdown(spec: Record<string, FlagSpec>): string {
+  const cell = (t: string) => t.replace(/\|/g, '\\|');
+  const rows = Object.entries({ ...spec, ...STANDARD_FLAGS }).map(([name, s]: [string, FlagSpec]) => {
+    const d = s.type === 'duration' && typeof s.default === 'string' ? s.default : defaultText(s);
+    const meta = s.type === 'bool' ? '' : ` ${s.metavar ?? s.type}`;
+    return `| \`--${name}${cell(meta)}\` | ${s.env ? `\`${s.env}\`` : ''} | ${s.required ? 'required' : d !== undefined && d !== '' ? `\`${cell(d)}\`` : ''} | ${cell(s.help)} |`;
+  });
+  return ['| flag | environment | default | what it does |', '|---|---|---|---|', ...rows].join('\n');
+}
+
 export interface ProgramInfo {
   /** As it is invoked, e.g. "kd-connections-reconciler". */
   name: string;
