@@ -48,7 +48,7 @@ export interface AppOptions {
    * and the bare webhook paths are unknown. Absent: the bare paths.
    */
   pathTokens?: () => readonly string[];
-  /** Told when a large body (LARGE_BODY_BYTES or more declared) was read and answered, and of drained bytes. */
+  /** Told when a large body (LARGE_BODY_BYTES or more declared) was read and answered, and of body bytes read or drained. */
   garbage?: Pick<BodyGarbage, 'afterLargeReview' | 'consumed'>;
 }
 

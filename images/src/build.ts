@@ -7,28 +7,23 @@
  * (`npm run images` runs `tsc -b`).
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildGuestconfigImage, GUESTCONFIG } from './guestconfig-image.js';
-import { buildServiceImage, DEFAULT_REGISTRY, type Service, SERVICES } from './service-images.js';
+import {
+  buildServiceImage,
+  DEFAULT_REGISTRY,
+  packageVersion,
+  type Service,
+  SERVICES,
+  sourceAddress,
+} from './service-images.js';
 
 const IMAGES = [...SERVICES, GUESTCONFIG] as const;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-/** The address of the repository's `origin` remote, when it has one (the images' source annotation). */
-function gitSource(root: string): string | undefined {
-  try {
-    return (
-      execFileSync('git', ['remote', 'get-url', 'origin'], { cwd: root, encoding: 'utf8', stdio: 'pipe' }).trim() ||
-      undefined
-    );
-  } catch {
-    return undefined;
-  }
-}
 
 /** The commit built from; `-dirty` when tracked files differ from it. */
 export function gitRevision(root: string): string | undefined {
@@ -57,7 +52,7 @@ function main(): void {
       service: { type: 'string', multiple: true },
     },
   });
-  const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+  const version = packageVersion(repoRoot);
   const labels: Record<string, string> = {};
   for (const l of values.label) {
     const eq = l.indexOf('=');
@@ -68,7 +63,7 @@ function main(): void {
   for (const i of images)
     if (!(IMAGES as readonly string[]).includes(i)) throw new Error(`--image ${i}: one of ${IMAGES.join(', ')}`);
   const revision = gitRevision(repoRoot);
-  const source = values.source ?? gitSource(repoRoot);
+  const source = sourceAddress(values.source, repoRoot);
   const opts = {
     repoRoot,
     outDir: values.out,

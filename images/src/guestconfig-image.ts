@@ -25,7 +25,8 @@ import {
   type BuiltImage,
   DEFAULT_REGISTRY,
   type ImageIdentity,
-  indexAnnotations,
+  imageName,
+  ociAnnotations,
   normalizeModes,
   packageVersion,
   sbomLayer,
@@ -37,7 +38,7 @@ export const GUESTCONFIG = 'guestconfig';
 const LICENSES = 'Apache-2.0 AND GPL-2.0-only';
 
 export function guestconfigImageName(tag: string, registry = DEFAULT_REGISTRY): string {
-  return `${registry ? `${registry}/` : ''}kd-connections/${GUESTCONFIG}:${tag}`;
+  return imageName(GUESTCONFIG, tag, registry);
 }
 
 /** What the image runs and says about itself. */
@@ -48,12 +49,9 @@ export function guestconfigImageSpec(id: Omit<ImageIdentity, 'nodeVersion'>): Im
     entrypoint: [SIDECAR_PROGRAM],
     env: ['PATH=/bin'],
     labels: {
-      'org.opencontainers.image.title': 'kd-connections-guestconfig',
+      ...ociAnnotations('kd-connections-guestconfig', LICENSES, id),
       'org.opencontainers.image.description':
         'kd-connections guestconfig sidecar: keeps /etc/guestconfig/configmeta.json current in a member pod (busybox)',
-      'org.opencontainers.image.version': id.version,
-      'org.opencontainers.image.licenses': LICENSES,
-      ...(id.revision ? { 'org.opencontainers.image.revision': id.revision } : {}),
       ...id.labels,
     },
   };
@@ -136,7 +134,7 @@ export function buildGuestconfigImage(opts: BuildOptions): BuiltImage {
     });
     mkdirSync(opts.outDir, { recursive: true });
     const archive = join(opts.outDir, `${GUESTCONFIG}.tar`);
-    const annotations = indexAnnotations('kd-connections-guestconfig', LICENSES, { ...opts, version });
+    const annotations = ociAnnotations('kd-connections-guestconfig', LICENSES, { ...opts, version });
     const written = writeOciIndexArchive(name, platforms, archive, annotations);
     return { image: GUESTCONFIG, name, archive, ...written, sboms, bytes: statSync(archive).size };
   } finally {

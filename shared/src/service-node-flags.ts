@@ -1,5 +1,5 @@
 /**
- * Node options each service runs with: in its image (images/service-images.ts puts them on the
+ * Node options each service runs with: in its image (images/src/service-images.ts puts them on the
  * entrypoint's command line) and when run as a local process (npm start, the tests and the bench, through test/support/services.ts: first in
  * NODE_OPTIONS, so a bench A/B can override them).
  *

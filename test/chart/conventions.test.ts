@@ -641,7 +641,7 @@ describe('helm test: a Pod that checks the webhooks through the API server', () 
   const envOf = (pod: Doc): Record<string, string> =>
     Object.fromEntries(pod.spec.containers[0].env.map((e: Doc) => [e.name, e.value]));
 
-  it('a ServiceAccount, a Role to get/create/delete kdapps and kdclusters in the tested namespace only, a Pod after the /readyz one', async () => {
+  it('a ServiceAccount, a Role to create kdapps and kdclusters and delete its own three in the tested namespace only, a Pod after the /readyz one', async () => {
     const { docs } = await renderTests(sets({ 'watchNamespaces[0]': 'kube-system', 'watchNamespaces[1]': 'apps' }));
     const mine = testDocs(docs);
     expect(mine.map((d) => `${d.kind} ${d.metadata.namespace}`)).toEqual([
@@ -650,18 +650,29 @@ describe('helm test: a Pod that checks the webhooks through the API server', () 
       'RoleBinding apps',
       `Pod ${NS}`,
     ]);
+    // The grant goes whatever the outcome; a failed Pod stays for its log.
     for (const d of mine) {
-      expect(d.metadata.annotations).toMatchObject({
-        'helm.sh/hook': 'test',
-        'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
-      });
+      expect([d.kind, d.metadata.annotations]).toEqual([
+        d.kind,
+        expect.objectContaining({
+          'helm.sh/hook': 'test',
+          'helm.sh/hook-delete-policy':
+            d.kind === 'Pod'
+              ? 'before-hook-creation,hook-succeeded'
+              : 'before-hook-creation,hook-succeeded,hook-failed',
+        }),
+      ]);
     }
+    const G = ['kubedirector.hpe.com'];
     expect(one(mine, 'Role', NAME).rules).toEqual([
+      { apiGroups: G, resources: ['kubedirectorapps', 'kubedirectorclusters'], verbs: ['create'] },
       {
-        apiGroups: ['kubedirector.hpe.com'],
-        resources: ['kubedirectorapps', 'kubedirectorclusters'],
-        verbs: ['get', 'create', 'delete'],
+        apiGroups: G,
+        resources: ['kubedirectorapps'],
+        resourceNames: [`${NAME}-open`, `${NAME}-closed`],
+        verbs: ['delete'],
       },
+      { apiGroups: G, resources: ['kubedirectorclusters'], resourceNames: [`${NAME}-target`], verbs: ['delete'] },
     ]);
     expect(one(mine, 'RoleBinding', NAME).subjects).toEqual([{ kind: 'ServiceAccount', name: NAME, namespace: NS }]);
     const pod = one(mine, 'Pod', NAME);
@@ -671,15 +682,37 @@ describe('helm test: a Pod that checks the webhooks through the API server', () 
     expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true });
     expect(pod.spec.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true });
     expect(envOf(pod)).toMatchObject({ TEST_NAMESPACE: 'apps', TEST_PREFIX: NAME });
+    // On a node of the images' architectures, like the services.
+    expect(pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).toEqual([
+      { matchExpressions: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64', 'arm64'] }] },
+    ]);
   });
 
-  it('tests.namespace wins; default without watchNamespaces; none in kubedirector mode or with tests.connections=false', async () => {
-    const ns = async (args: string[]) =>
-      envOf(one(testDocs((await renderTests(args)).docs), 'Pod', NAME)).TEST_NAMESPACE;
+  it('tests.namespace wins when served; default without watchNamespaces; none where the choice is not served, in kubedirector mode or with tests.connections=false', async () => {
+    const pods = async (args: string[], namespace = NS) =>
+      testDocs((await renderTests(args, namespace)).docs).filter((d) => d.kind === 'Pod');
+    const ns = async (args: string[]) => envOf((await pods(args))[0]!).TEST_NAMESPACE;
     expect(await ns([])).toBe('default');
-    expect(await ns(sets({ 'tests.namespace': 'team-a', 'watchNamespaces[0]': 'apps' }))).toBe('team-a');
+    expect(await ns(sets({ 'tests.namespace': 'team-a' }))).toBe('team-a');
+    expect(await ns(sets({ 'tests.namespace': 'apps', 'watchNamespaces[0]': 'apps' }))).toBe('apps');
+    // Installed into `default` itself, which the webhooks never serve: no second test, the /readyz one stays.
+    expect(await pods([], 'default')).toEqual([]);
     for (const args of [sets({ 'kubedirector.enabled': true }), sets({ 'tests.connections': false })])
       expect(testDocs((await renderTests(args)).docs)).toEqual([]);
+  });
+
+  it('an explicit tests.namespace the webhooks do not serve is refused, saying why', async () => {
+    for (const args of [
+      sets({ 'tests.namespace': 'team-a', 'watchNamespaces[0]': 'apps' }),
+      sets({ 'tests.namespace': 'kube-system' }),
+      sets({ 'tests.namespace': 'quiet', 'webhook.excludeNamespaces[0]': 'quiet' }),
+    ]) {
+      const r = await env.helm(['template', REL, CHART, '--namespace', NS, ...args]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(
+        /tests\.namespace "[a-z-]+": the webhooks do not serve it .* set tests\.connections=false/,
+      );
+    }
   });
 
   describe('its program, run here with the rendered RBAC against the real API server and the running webhooks', () => {
@@ -716,8 +749,9 @@ describe('helm test: a Pod that checks the webhooks through the API server', () 
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    const runProgram = async (namespace: string) => {
-      const { docs } = await renderTests(sets({ 'tests.namespace': namespace }), release);
+    /** The rendered Pod's program, for env.namespace; `elsewhere` runs it against another namespace. */
+    const runProgram = async (elsewhere?: string) => {
+      const { docs } = await renderTests(sets({ 'tests.namespace': env.namespace }), release);
       const pod = one(testDocs(docs), 'Pod', NAME);
       expect(pod.spec.containers[0].command).toEqual(['/usr/local/bin/node', '-e']);
       const server = new URL(env.info.server);
@@ -728,13 +762,14 @@ describe('helm test: a Pod that checks the webhooks through the API server', () 
           KUBERNETES_SERVICE_PORT: server.port,
           TEST_TOKEN_FILE: join(dir, 'token'),
           TEST_CA_FILE: join(dir, 'ca.crt'),
+          ...(elsewhere ? { TEST_NAMESPACE: elsewhere } : {}),
         },
         timeoutMs: 60_000,
       });
     };
 
     it("passes: the closed app's connection refused with the product's message, the open one given generator 1; nothing left", async () => {
-      const r = await runProgram(env.namespace);
+      const r = await runProgram();
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
       const lines = r.stdout.trim().split('\n');
       expect(lines[0]).toMatch(
@@ -749,6 +784,19 @@ describe('helm test: a Pod that checks the webhooks through the API server', () 
       const left = ok(await env.kubectl(['get', 'kubedirectorapps,kubedirectorclusters', '-o', 'name']), 'list').stdout;
       expect(left).not.toContain(NAME);
     }, 90_000);
+
+    it('its ServiceAccount may delete only its own three objects, and nothing elsewhere', async () => {
+      const can = async (verb: string, what: string, namespace: string) =>
+        (
+          await env.kubectl(['auth', 'can-i', verb, what, `--as=system:serviceaccount:${release}:${NAME}`], {
+            namespace,
+          })
+        ).stdout.trim();
+      expect(await can('delete', `kubedirectorclusters/${NAME}-target`, env.namespace)).toBe('yes');
+      expect(await can('delete', 'kubedirectorclusters/somebody-elses', env.namespace)).toBe('no');
+      expect(await can('get', 'kubedirectorclusters', env.namespace)).toBe('no');
+      expect(await can('create', 'kubedirectorclusters', release)).toBe('no');
+    });
 
     it('fails, saying why, where its ServiceAccount has no rights (any other namespace)', async () => {
       const r = await runProgram(release);

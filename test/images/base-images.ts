@@ -112,9 +112,12 @@ function pauseImage(): BuiltImage {
   return { name: PAUSE_IMAGE, archive };
 }
 
-/** The cache key of an image built on the pinned busybox (images/inputs.json). */
+/**
+ * The cache key of an image built on the pinned busybox (images/inputs.json): the package, its applets and
+ * the product's root file system recipe (a change in any rebuilds the harness's images).
+ */
 export function busyboxKey(inputs = readInputs()): string {
-  return JSON.stringify(inputs.guestconfig.busybox);
+  return JSON.stringify([inputs.guestconfig, String(writeBusyboxRootfs), String(writeGuestconfigRootfs)]);
 }
 
 function busyboxImage(): BuiltImage {

@@ -184,12 +184,8 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* When the user set no affinity: nodes of the images' architectures, preferred anti-affinity on hostname. */}}
-{{- define "kd.affinity" -}}
-{{- if .values.affinity -}}
-{{ toYaml .values.affinity }}
-{{- else -}}
-# The images are built for these architectures (npm run images).
+{{/* The architectures the images are built for (npm run images): every pod of the chart requires one. */}}
+{{- define "kd.archAffinity" -}}
 nodeAffinity:
   requiredDuringSchedulingIgnoredDuringExecution:
     nodeSelectorTerms:
@@ -197,6 +193,14 @@ nodeAffinity:
           - key: kubernetes.io/arch
             operator: In
             values: [amd64, arm64]
+{{- end -}}
+
+{{/* When the user set no affinity: nodes of the images' architectures, preferred anti-affinity on hostname. */}}
+{{- define "kd.affinity" -}}
+{{- if .values.affinity -}}
+{{ toYaml .values.affinity }}
+{{- else -}}
+{{ include "kd.archAffinity" .ctx }}
 podAntiAffinity:
   preferredDuringSchedulingIgnoredDuringExecution:
     - weight: 100

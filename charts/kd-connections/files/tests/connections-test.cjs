@@ -118,11 +118,19 @@ async function checks() {
 
 async function main() {
   await removeAll(); // what a test run cut short left behind
+  let failure;
   try {
     await checks();
-  } finally {
-    await removeAll();
+  } catch (e) {
+    failure = e;
   }
+  try {
+    await removeAll();
+  } catch (e) {
+    // Both are said: the check's failure is the one that matters, the cleanup's tells what is left.
+    throw failure ? new Error(`${failure.message}; and then: ${e.message}`) : e;
+  }
+  if (failure) throw failure;
   console.log(`passed; removed what it created in ${ns}`);
 }
 
