@@ -916,6 +916,26 @@ describe('values.schema.json rejects bad values with a clear message', () => {
     }
   });
 
+  it('helm install, end to end against the API server: refused with the same sentence, before anything exists', async () => {
+    const release = `bad-${env.namespace}`.slice(0, 53);
+    const r = await env.helm([
+      'install',
+      release,
+      CHART,
+      '--namespace',
+      env.namespace,
+      ...sets({ 'certificates.mode': 'selfsigned', 'crds.install': false }),
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/at '\/certificates\/mode': value must be one of 'bootstrap', 'certManager', 'secret'/);
+    // No release recorded, nothing of it created.
+    const releases = await env.helm(['list', '--namespace', env.namespace, '--all', '--short']);
+    expect(releases.code).toBe(0);
+    expect(releases.stdout).not.toContain(release);
+    const objects = await env.kubectl(['get', 'deploy,svc,sa,secret', '-o', 'name']);
+    expect(objects.stdout).not.toContain(release);
+  });
+
   it('accepts the corrected values', async () => {
     for (const args of [
       sets({ 'reconciler.leaderElection.enabled': false, 'reconciler.replicas': 1 }),
