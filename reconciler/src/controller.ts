@@ -1,10 +1,10 @@
 /**
- * Wiring: informer events → keys in the work queue (via the reverse index) → reconcileCluster.
- * Handlers only enqueue; they never look at what changed beyond deciding whom to wake. Caches run on
- * every replica (a standby is warm); the queue runs only while this replica leads, and every write a
- * reconcile makes goes through a client scoped to that leadership: once it ends, nothing more is sent
- * and writes in flight are cut (a request already received by the API server may still apply; its
- * `test` preconditions keep that harmless).
+ * Wiring: informer events → keys in the work queue (event-routing.ts) → reconcileCluster, and with
+ * --reconnect-hook the reconnect passes on a queue of their own. Caches run on every replica (a standby is
+ * warm); the queues run only while this replica leads, and every write a reconcile makes goes through a
+ * client scoped to that leadership (term-writes.ts): once it ends, nothing more is sent and writes in
+ * flight are cut (a request already received by the API server may still apply; its `test`
+ * preconditions keep that harmless).
  */
 import {
   ACCEPT_META,
@@ -12,39 +12,26 @@ import {
   CONDITION_READY,
   EventRecorder,
   errorMessage,
-  isConflict,
   KDCLUSTER_PLURAL,
-  LABEL_KDCLUSTER,
-  LABEL_PRIVATE_CONFIGMETA_OF,
-  LABEL_ROLE,
   objectKey,
   ReverseIndex,
   splitKey,
-  RECONCILER_FIELD_MANAGER,
   trimPrivateSecret,
   type KDCluster,
   type KubeClient,
   type Logger,
   type EventInput,
-  type PatchOp,
-  type SecretBody,
 } from '@kd-connections/shared';
-import { Caches, INDEX_CLUSTERS_BY_APP, type CachedPod } from './caches.js';
+import { Caches } from './caches.js';
 import type { ReconcilerConfig } from './config.js';
-import type { ReconcilerMetrics, WriteKind } from './metrics.js';
-import { Expectations, rvAtLeast } from './expectations.js';
+import type { ReconcilerMetrics } from './metrics.js';
+import { Expectations } from './expectations.js';
 import type { Leadership } from './leader-election.js';
-import { reconcileCluster, RetryableError, writeKey, type ReconcileOutcome, type Writes } from './reconcile.js';
+import { routeEvents } from './event-routing.js';
+import { reconcileCluster, RetryableError, writeKey, type ReconcileOutcome } from './reconcile.js';
+import { termWrites, type Term, type WriteDeps } from './term-writes.js';
 import { LimitedPodExec, reconnectPass, type PodExec } from './reconnect-hook.js';
 import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
-
-/** One term of leadership as the write path sees it. */
-interface Term {
-  signal: AbortSignal;
-  check: () => void;
-  /** The API client for writes, scoped to the term. */
-  client: KubeClient;
-}
 
 export class Controller {
   readonly caches: Caches;
@@ -64,6 +51,8 @@ export class Controller {
   private term: Term | undefined;
   /** Per key, when the first watch event since its last reconcile arrived (delivery latency). */
   private readonly changedAt = new Map<string, number>();
+  /** What the write path of each term records into. */
+  private readonly writeDeps: WriteDeps;
 
   constructor(
     private readonly client: KubeClient,
@@ -87,6 +76,7 @@ export class Controller {
       contentCacheBytes: cfg.contentCacheBytes,
       onContentFetch: (kind, result) => metrics.contentFetches.inc({ kind, result }),
     });
+    this.writeDeps = { caches: this.caches, expectations: this.expectations, metrics };
     this.events = new EventRecorder({
       client,
       controller: 'kd-connections.hpe.com/reconciler',
@@ -123,7 +113,13 @@ export class Controller {
         },
       });
     }
-    this.wire();
+    routeEvents({
+      caches: this.caches,
+      index: this.index,
+      expectations: this.expectations,
+      systemNamespace: cfg.systemNamespace,
+      enqueue: (key) => this.enqueue(key),
+    });
     metrics.watch({
       queueDepth: () => this.queue.depth,
       inFlight: () => this.queue.inFlight,
@@ -143,90 +139,6 @@ export class Controller {
     if (!this.changedAt.has(key)) this.changedAt.set(key, Date.now());
     this.queue.add(key);
     this.metrics.queueDepth.set(this.queue.depth);
-  }
-
-  private enqueueDependents(kind: 'Cluster' | 'ConfigMap' | 'Secret', key: string): void {
-    for (const k of this.index.dependentsOf(kind, key)) this.enqueue(k);
-  }
-
-  private wire(): void {
-    const { clusters, apps, configMaps, secrets, pods, privateSecrets } = this.caches;
-    const onCluster = (c: KDCluster, old?: KDCluster) => {
-      const key = objectKey(c.metadata.namespace, c.metadata.name);
-      this.expectations.observe(writeKey('kdcluster', key), c.metadata.resourceVersion);
-      for (const r of this.index.set(key, c.spec?.connections)) this.caches.release(r);
-      this.enqueue(key);
-      // A connected cluster's embedded view depends on its spec (and pods, below), not on its status.
-      if (!old || old.metadata.generation !== c.metadata.generation) this.enqueueDependents('Cluster', key);
-    };
-    clusters.on('add', (c) => onCluster(c));
-    clusters.on('update', (c, old) => onCluster(c, old));
-    clusters.on('delete', (c) => {
-      const key = objectKey(c.metadata.namespace, c.metadata.name);
-      this.expectations.observe(writeKey('kdcluster', key), undefined);
-      for (const r of this.index.delete(key)) this.caches.release(r);
-      this.enqueueDependents('Cluster', key);
-    });
-
-    const onApp = (a: { metadata: { namespace?: string; name?: string } }) => {
-      const users =
-        a.metadata.namespace === this.cfg.systemNamespace
-          ? clusters.byIndex(INDEX_CLUSTERS_BY_APP, `*/${a.metadata.name}`)
-          : clusters.byIndex(INDEX_CLUSTERS_BY_APP, `${a.metadata.namespace}/${a.metadata.name}`);
-      for (const c of users) {
-        const key = objectKey(c.metadata.namespace, c.metadata.name);
-        this.enqueue(key);
-        this.enqueueDependents('Cluster', key);
-      }
-    };
-    for (const ev of ['add', 'update', 'delete'] as const) apps.on(ev, onApp);
-
-    for (const ev of ['add', 'update', 'delete'] as const) {
-      configMaps.on(ev, (cm) =>
-        this.enqueueDependents('ConfigMap', objectKey(cm.metadata.namespace, cm.metadata.name)),
-      );
-      secrets?.on(ev, (s) => this.enqueueDependents('Secret', objectKey(s.metadata.namespace, s.metadata.name)));
-    }
-
-    // A private Secret changed or went away (ours, or someone else's doing): its cluster checks it.
-    for (const ev of ['add', 'update', 'delete'] as const) {
-      privateSecrets?.on(ev, (s) => {
-        const { namespace, name } = s.metadata;
-        this.expectations.observe(
-          writeKey('secret', objectKey(namespace, name)),
-          ev === 'delete' ? undefined : s.metadata.resourceVersion,
-        );
-        const cluster = s.metadata.labels?.[LABEL_PRIVATE_CONFIGMETA_OF];
-        if (cluster) this.enqueue(objectKey(namespace, cluster));
-      });
-    }
-
-    // What a connected cluster's embedded view uses of a pod; annotation writes (ours) leave it alone.
-    const membership = (p: CachedPod) =>
-      JSON.stringify([
-        p.metadata.labels?.[LABEL_ROLE],
-        !!p.metadata.deletionTimestamp,
-        p.spec?.hostname,
-        p.spec?.subdomain,
-        p.metadata.uid,
-      ]);
-    const onPod = (p: CachedPod, old?: CachedPod, gone = false) => {
-      this.expectations.observe(
-        writeKey('pod', objectKey(p.metadata.namespace, p.metadata.name)),
-        gone ? undefined : p.metadata.resourceVersion,
-      );
-      const cluster = p.metadata.labels?.[LABEL_KDCLUSTER];
-      const before = old?.metadata.labels?.[LABEL_KDCLUSTER];
-      for (const c of new Set([cluster, before])) {
-        if (!c) continue;
-        const key = objectKey(p.metadata.namespace, c);
-        this.enqueue(key);
-        if (!old || membership(old) !== membership(p) || before !== cluster) this.enqueueDependents('Cluster', key);
-      }
-    };
-    pods.on('add', (p) => onPod(p));
-    pods.on('update', (p, old) => onPod(p, old));
-    pods.on('delete', (p) => onPod(p, { ...p, metadata: { ...p.metadata, uid: `${p.metadata.uid}-gone` } }, true));
   }
 
   /**
@@ -255,87 +167,6 @@ export class Controller {
     this.metrics.setLeader(false);
     this.hookStop?.abort();
     await Promise.all([this.queue.stop(), this.hooks?.stop()]);
-  }
-
-  private writes(term: Term): Writes {
-    const counted = async <T>(kind: WriteKind, w: () => Promise<T>): Promise<T> => {
-      try {
-        const r = await w();
-        this.metrics.writes.inc({ kind, result: 'ok' });
-        return r;
-      } catch (e) {
-        this.metrics.writes.inc({ kind, result: isConflict(e) ? 'conflict' : 'error' });
-        throw e;
-      }
-    };
-    const kd = (ns: string, name: string) => `/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`;
-    const fm = { fieldManager: RECONCILER_FIELD_MANAGER };
-    // The watch can deliver a write (or a later one) before its answer arrives here; the cache then
-    // already holds that version, and expecting it would hold reconciles back until the expectation expires.
-    const expectCluster = (c: KDCluster) => {
-      const rv = c.metadata.resourceVersion;
-      if (
-        !rvAtLeast(
-          this.caches.clusters.get(c.metadata.namespace ?? '', c.metadata.name ?? '')?.metadata.resourceVersion,
-          rv,
-        )
-      )
-        this.expectations.expect(writeKey('kdcluster', objectKey(c.metadata.namespace, c.metadata.name)), rv);
-      return c;
-    };
-    return {
-      patchCluster: (ns, name, ops: PatchOp[]) =>
-        counted('kdcluster', async () =>
-          expectCluster(await term.client.jsonPatch<KDCluster>(kd(ns, name), ops, { query: fm })),
-        ),
-      patchClusterStatus: (ns, name, ops: PatchOp[]) =>
-        counted('kdcluster_status', async () =>
-          expectCluster(await term.client.jsonPatch<KDCluster>(`${kd(ns, name)}/status`, ops, { query: fm })),
-        ),
-      patchPod: (ns, name, ops: PatchOp[]) =>
-        counted('pod', async () => {
-          const pod = await term.client.jsonPatch<{ metadata: { resourceVersion?: string } }>(
-            `/api/v1/namespaces/${ns}/pods/${name}`,
-            ops,
-            { query: fm },
-          );
-          const rv = pod.metadata.resourceVersion;
-          if (!rvAtLeast(this.caches.pods.get(ns, name)?.metadata.resourceVersion, rv))
-            this.expectations.expect(writeKey('pod', objectKey(ns, name)), rv);
-          return pod.metadata.resourceVersion;
-        }),
-      ...this.secretWrites(term, counted),
-    };
-  }
-
-  /** Writes of the private Secrets; each records the version it produced, as the other writes do. */
-  private secretWrites(
-    term: Term,
-    counted: <T>(kind: WriteKind, w: () => Promise<T>) => Promise<T>,
-  ): Pick<Writes, 'createSecret' | 'patchSecret' | 'deleteSecret'> {
-    const path = (ns: string, name?: string) => `/api/v1/namespaces/${ns}/secrets${name ? `/${name}` : ''}`;
-    const query = { fieldManager: RECONCILER_FIELD_MANAGER };
-    type Meta = { metadata?: { resourceVersion?: string } };
-    const expect = (ns: string, name: string, written: Meta) => {
-      const rv = written.metadata?.resourceVersion;
-      if (!rvAtLeast(this.caches.privateSecrets?.get(ns, name)?.metadata.resourceVersion, rv))
-        this.expectations.expect(writeKey('secret', objectKey(ns, name)), rv);
-    };
-    return {
-      createSecret: (ns, body: SecretBody) =>
-        counted('private_secret', async () =>
-          expect(ns, body.metadata.name, await term.client.request<Meta>('POST', path(ns), { body, query })),
-        ),
-      patchSecret: (ns, name, ops) =>
-        counted('private_secret', async () =>
-          expect(ns, name, await term.client.jsonPatch<Meta>(path(ns, name), ops, { query })),
-        ),
-      deleteSecret: (ns, name, preconditions) =>
-        counted('private_secret', async () => {
-          const body = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions };
-          expect(ns, name, await term.client.request<Meta>('DELETE', path(ns, name), { body }));
-        }),
-    };
   }
 
   private async reconcile(key: string, signal: AbortSignal): Promise<{ requeueAfterMs: number } | void> {
@@ -372,7 +203,7 @@ export class Controller {
     const outcome = await reconcileCluster(key, {
       getCluster: (ns, name) => this.caches.clusters.get(ns, name),
       world: this.caches.world(),
-      writes: this.writes(term),
+      writes: termWrites(term, this.writeDeps),
       // Events are posted fire-and-forget by the shared recorder; a former leader posts none.
       events: {
         record: (e) => {
@@ -420,7 +251,7 @@ export class Controller {
     if (wait > 0) return { requeueAfterMs: wait };
     const cluster = clusterFromCache(this.caches, key);
     if (!cluster || cluster.metadata.deletionTimestamp) return;
-    const writes = this.writes(term);
+    const writes = termWrites(term, this.writeDeps);
     const record = (e: EventInput) => {
       term.check();
       if (!signal.aborted) this.events.record(e, term.client);
