@@ -3,12 +3,9 @@
  * entrypoint's command line) and when run as a local process (npm start, the tests and the bench, through test/support/services.ts: first in
  * NODE_OPTIONS, so a bench A/B can override them).
  *
- * Reconciler: V8's young generation capped at 8 MiB per semi-space. Node 24 sizes it from the machine's
- * memory (64 MiB semi-spaces, 128 MiB committed on the 24 GiB bench machine); a list+watch sync grows it to
- * the maximum and it stays there. Measured in one bench setup, memory section, 2,000 clusters / 10,000
- * pods (test/bench/results/2026-12-03-rss-variants.md = Node's defaults, -rss-semi8.md = this flag):
- * standby 260.5 → 171.4 MiB, after leading 318.6 → 185.8 MiB, standby after delivery 286.4 → 198.4 MiB,
- * delivery of 10,000 pods 63.8 → 63.3 s. 4 MiB (-rss-semi4.md) bought nothing more.
+ * Reconciler: V8's young generation capped at 8 MiB per semi-space: Node 24 sizes it from the machine's
+ * memory, and a list+watch sync grows it to the maximum, where it stays (the A/B: README, "Performance",
+ * test/bench/results/2026-12-03-rss-*.md).
  * Admission: the young generation capped at 2 MiB per semi-space (reviews are small and short-lived; a
  * flood of reviews at the body limit peaks ~10 MiB lower than at 8 MiB, 3 MiB less idle) and the old
  * generation at 128 MiB (the live heap is ~12 MiB plus one review at the body limit, as
