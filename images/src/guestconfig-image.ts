@@ -18,8 +18,8 @@ import {
   TOOLS_DIR,
   sidecarProgram,
 } from '@kd-connections/shared';
-import { type Arch, type ImageInputs, readInputs, unpackDebianFiles } from './image-inputs.js';
-import { goArch, type ImageSpec, writeOciIndexArchive } from './oci-image.js';
+import { type Arch, hostArch, type ImageInputs, readInputs, unpackDebianFiles } from './image-inputs.js';
+import { type ImageSpec, writeOciIndexArchive } from './oci-image.js';
 import {
   type BuildOptions,
   type BuiltImage,
@@ -34,6 +34,8 @@ import {
 import { debianSbomPackage, spdxDocument } from './sbom.js';
 
 export const GUESTCONFIG = 'guestconfig';
+/** Bump when writeBusyboxRootfs or writeGuestconfigRootfs change what they write (cached builds of it are keyed on it). */
+export const ROOTFS_RECIPE = '1';
 /** The program is the project's; busybox is GPL-2.0 (its copyright file is in the image). */
 const LICENSES = 'Apache-2.0 AND GPL-2.0-only';
 
@@ -81,13 +83,6 @@ export function writeBusyboxRootfs(
   more(rootfs);
   normalizeModes(rootfs);
   chmodSync(join(rootfs, 'tmp'), 0o1777);
-}
-
-/** The machine's architecture, which the harness's own images are built for. */
-export function hostArch(): Arch {
-  const arch = goArch(process.arch);
-  if (arch !== 'amd64' && arch !== 'arm64') throw new Error(`images are built for amd64 and arm64, not ${arch}`);
-  return arch;
 }
 
 /** The sidecar's root file system of `arch` in `rootfs`: busybox, the program, the folders it mounts. */

@@ -21,9 +21,17 @@ import {
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { goArch } from './oci-image.js';
 
 /** An image architecture, in OCI's (GOARCH) spelling. */
 export type Arch = 'amd64' | 'arm64';
+
+/** The machine's architecture, which the harness's own images are built for. */
+export function hostArch(): Arch {
+  const arch = goArch(process.arch);
+  if (arch !== 'amd64' && arch !== 'arm64') throw new Error(`images are built for amd64 and arm64, not ${arch}`);
+  return arch;
+}
 
 export interface DebianArchInput {
   sha256: string;
@@ -89,13 +97,13 @@ function hashFile(file: string, algorithm: 'sha256' | 'sha512', encoding: 'hex' 
 }
 
 /** Downloads into a temporary folder, then moves the one file it wrote into the cache. */
-function download(cache: string, expectedName: string, fetch: (dir: string) => void): string {
+function download(cache: string, expectedName: string, get: (dir: string) => void): string {
   const target = join(cache, expectedName);
   if (existsSync(target)) return target;
   mkdirSync(cache, { recursive: true });
   const dir = mkdtempSync(join(tmpdir(), 'kd-image-input-'));
   try {
-    fetch(dir);
+    get(dir);
     const files = readdirSync(dir);
     if (files.length !== 1)
       throw new Error(`downloading ${expectedName} wrote ${files.length} files: ${files.join(', ')}`);

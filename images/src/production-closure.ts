@@ -10,6 +10,8 @@ export interface LockPackage {
   version?: string;
   link?: boolean;
   resolved?: string;
+  integrity?: string;
+  license?: string;
   dev?: boolean;
   optional?: boolean;
   dependencies?: Record<string, string>;

@@ -58,7 +58,7 @@ export function nodeSbomPackage(inputs: ImageInputs, arch: Arch): SbomPackage {
 /** The npm packages and workspaces of a production closure, as package-lock.json states them. */
 export function npmSbomPackages(lock: Lockfile, closure: Closure): SbomPackage[] {
   const installed = closure.packages.map((loc) => {
-    const entry = lock.packages[loc]! as { version?: string; integrity?: string; license?: string; resolved?: string };
+    const entry = lock.packages[loc]!;
     const name = loc.slice(loc.lastIndexOf('node_modules/') + 'node_modules/'.length);
     const checksums = integrityChecksum(entry.integrity);
     return {
@@ -71,7 +71,7 @@ export function npmSbomPackages(lock: Lockfile, closure: Closure): SbomPackage[]
     };
   });
   const workspaces = closure.workspaces.map((ws) => {
-    const entry = lock.packages[ws]! as { name?: string; version?: string; license?: string };
+    const entry = lock.packages[ws]!;
     const name = entry.name ?? ws;
     return {
       name,

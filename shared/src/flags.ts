@@ -278,9 +278,16 @@ export function parseFlags<S extends Record<string, FlagSpec>>(
   return line.values;
 }
 
+/** What help and the docs table show of a flag: its placeholder (" <type>", none for a boolean) and default. */
+function flagParts(s: FlagSpec): { meta: string; d: string | undefined } {
+  return {
+    meta: s.type === 'bool' ? '' : ` ${s.metavar ?? s.type}`,
+    d: s.type === 'duration' && typeof s.default === 'string' ? s.default : defaultText(s),
+  };
+}
+
 function flagLine(name: string, s: FlagSpec): [string, string] {
-  const meta = s.type === 'bool' ? '' : ` ${s.metavar ?? s.type}`;
-  const d = s.type === 'duration' && typeof s.default === 'string' ? s.default : defaultText(s);
+  const { meta, d } = flagParts(s);
   const extra = [
     s.required ? 'required' : undefined,
     d !== undefined && d !== '' ? `default ${d}` : undefined,
@@ -310,8 +317,7 @@ export function flagsHelp(spec: Record<string, FlagSpec>, indent = 2): string {
 export function flagsMarkdown(spec: Record<string, FlagSpec>): string {
   const cell = (t: string) => t.replace(/\|/g, '\\|');
   const rows = Object.entries({ ...spec, ...STANDARD_FLAGS }).map(([name, s]: [string, FlagSpec]) => {
-    const d = s.type === 'duration' && typeof s.default === 'string' ? s.default : defaultText(s);
-    const meta = s.type === 'bool' ? '' : ` ${s.metavar ?? s.type}`;
+    const { meta, d } = flagParts(s);
     return `| \`--${name}${cell(meta)}\` | ${s.env ? `\`${s.env}\`` : ''} | ${s.required ? 'required' : d !== undefined && d !== '' ? `\`${cell(d)}\`` : ''} | ${cell(s.help)} |`;
   });
   return ['| flag | environment | default | what it does |', '|---|---|---|---|', ...rows].join('\n');

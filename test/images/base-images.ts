@@ -20,6 +20,7 @@ import { DEFAULT_GUESTCONFIG_IMAGE, SIDECAR_PROGRAM, sidecarProgram } from '@kd-
 import {
   goArch,
   readInputs,
+  ROOTFS_RECIPE,
   writeBusyboxRootfs,
   writeGuestconfigRootfs,
   writeOciArchive,
@@ -117,7 +118,7 @@ function pauseImage(): BuiltImage {
  * the product's root file system recipe (a change in any rebuilds the harness's images).
  */
 export function busyboxKey(inputs = readInputs()): string {
-  return JSON.stringify([inputs.guestconfig, String(writeBusyboxRootfs), String(writeGuestconfigRootfs)]);
+  return JSON.stringify([inputs.guestconfig, ROOTFS_RECIPE]);
 }
 
 function busyboxImage(): BuiltImage {
