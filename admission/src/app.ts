@@ -164,7 +164,25 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
   res.end(bytes);
 }
 
+/** A review from its first byte to its answer, counted in flight per webhook path meanwhile. */
 async function serveReview(
+  webhook: Webhook,
+  req: IncomingMessage,
+  res: ServerResponse,
+  opts: AppOptions,
+  limit: number,
+  draining: () => boolean,
+): Promise<void> {
+  const labels = { webhook: webhook.path };
+  opts.metrics.webhookInFlight.inc(labels);
+  try {
+    await answerReview(webhook, req, res, opts, limit, draining);
+  } finally {
+    opts.metrics.webhookInFlight.dec(labels);
+  }
+}
+
+async function answerReview(
   webhook: Webhook,
   req: IncomingMessage,
   res: ServerResponse,
@@ -176,7 +194,7 @@ async function serveReview(
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
   const refuse = (status: number, message: string, reason: string) => {
     const result: RequestResult = status >= 500 ? 'error' : 'rejected';
-    opts.metrics.observe(webhook.name, 'unknown', result, seconds());
+    opts.metrics.observe(webhook, 'unknown', result, status, seconds());
     // The reason code, never the message: a JSON parser message quotes the body.
     opts.log.warn('review refused', { webhook: webhook.name, status, reason });
     // An unread or half-read body cannot be skipped on a kept-alive connection: closed after the answer.
@@ -195,7 +213,7 @@ async function serveReview(
   const got = turn instanceof Promise ? await turn : turn;
   if (got && !got.ok) {
     opts.metrics.busy(webhook.name, got.reason);
-    opts.metrics.observe(webhook.name, 'unknown', 'rejected', seconds());
+    opts.metrics.observe(webhook, 'unknown', 'rejected', 429, seconds());
     opts.log.warn('review refused', { webhook: webhook.name, status: 429, reason: `busy-${got.reason}` });
     res.setHeader('Retry-After', '1');
     return answerThenDrain(req, res, 429, got.message, opts.garbage);
@@ -253,7 +271,7 @@ async function decideReview(
     });
   } catch (e) {
     // Answer 500 so the configuration's failurePolicy decides (Fail for validation, Ignore for pods).
-    opts.metrics.observe(webhook.name, operation, 'error', seconds());
+    opts.metrics.observe(webhook, operation, 'error', 500, seconds());
     opts.log.error('review failed', { ...ident, error: errorMessage(e), latencyMs: ms(seconds()) });
     return text(res, 500, `internal error: ${errorMessage(e)}`);
   }
@@ -261,8 +279,9 @@ async function decideReview(
   const patchOps = d.patch?.length ?? 0;
   const result: RequestResult = !d.allowed ? 'denied' : patchOps > 0 ? 'patched' : 'allowed';
   const latency = seconds();
-  opts.metrics.observe(webhook.name, operation, result, latency);
-  opts.log.info('review', {
+  opts.metrics.observe(webhook, operation, result, 200, latency);
+  // One line per review at debug (a busy cluster answers thousands a minute); a denial is worth an info line.
+  opts.log[d.allowed ? 'debug' : 'info']('review', {
     ...ident,
     decision: result,
     code: d.allowed ? undefined : (d.code ?? 403),

@@ -3,7 +3,9 @@
  * live in one test process). Labels are bounded: webhook names, operations and a handful of results.
  * process_* and nodejs_* are prom-client's default metrics, unprefixed like every other exporter's, so
  * the usual process and runtime dashboards find them; certificate expiry follows cert-manager's
- * `*_expiration_timestamp_seconds`.
+ * `*_expiration_timestamp_seconds`. The three controller_runtime_webhook_* series are named, labelled and
+ * bucketed as controller-runtime's webhook server exports them (`webhook` is the registered path, `code`
+ * the HTTP status), so dashboards and alerts written for Go webhooks work unchanged.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -14,6 +16,8 @@ export class AdmissionMetrics {
   readonly registry = new Registry();
   readonly requests: Counter<'webhook' | 'operation' | 'result'>;
   readonly duration: Histogram<'webhook'>;
+  readonly latency: Histogram<'webhook'>;
+  readonly webhookInFlight: Gauge<'webhook'>;
   readonly lookups: Counter<'kind' | 'source'>;
   readonly tlsReloads: Counter<'result'>;
   readonly tlsNotAfter: Gauge;
@@ -24,6 +28,7 @@ export class AdmissionMetrics {
   // every time, nine times per review (a request and eight lookups). Label values come from closed sets.
   private readonly requestCounts = new Map<string, Counted>();
   private readonly lookupCounts = new Map<string, Counted>();
+  private readonly webhookCounts = new Map<string, Counted>();
   private readonly ready: Gauge;
   readonly inFlight: Gauge;
   readonly queued: Gauge;
@@ -50,9 +55,31 @@ export class AdmissionMetrics {
         publish(this, requestCounts);
       },
     });
+    const webhookCounts = this.webhookCounts;
+    new Counter({
+      name: 'controller_runtime_webhook_requests_total',
+      help: 'Total number of admission requests by HTTP status code',
+      labelNames: ['webhook', 'code'],
+      registers,
+      collect() {
+        publish(this, webhookCounts);
+      },
+    });
+    this.latency = new Histogram({
+      name: 'controller_runtime_webhook_latency_seconds',
+      help: 'Histogram of the latency of processing admission requests',
+      labelNames: ['webhook'],
+      registers,
+    });
+    this.webhookInFlight = new Gauge({
+      name: 'controller_runtime_webhook_requests_in_flight',
+      help: 'Current number of admission requests being served',
+      labelNames: ['webhook'],
+      registers,
+    });
     this.duration = new Histogram({
       name: 'kd_admission_request_duration_seconds',
-      help: 'Time from the first byte of a review to its answer',
+      help: 'Deprecated (removed in 0.3.0): use controller_runtime_webhook_latency_seconds. Time from the first byte of a review to its answer',
       labelNames: ['webhook'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
@@ -143,9 +170,19 @@ export class AdmissionMetrics {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
-  observe(webhook: string, operation: string, result: RequestResult, seconds: number): void {
-    count(this.requestCounts, `${webhook} ${operation} ${result}`, { webhook, operation, result });
-    this.duration.observe({ webhook }, seconds);
+  /** One answered review: `code` is the HTTP status sent. */
+  observe(
+    webhook: { name: string; path: string },
+    operation: string,
+    result: RequestResult,
+    code: number,
+    seconds: number,
+  ): void {
+    const { name, path } = webhook;
+    count(this.requestCounts, `${name} ${operation} ${result}`, { webhook: name, operation, result });
+    count(this.webhookCounts, `${path} ${code}`, { webhook: path, code: String(code) });
+    this.latency.observe({ webhook: path }, seconds);
+    this.duration.observe({ webhook: name }, seconds);
   }
 
   /** A review told "busy" (reason: queue-full or deadline). */

@@ -349,6 +349,41 @@ describe('health, readiness, metrics, logs', () => {
     );
   });
 
+  it("/metrics has controller-runtime's webhook series: by path and HTTP code, latency by path, in flight by path", async () => {
+    const before = await request('/metrics', { method: 'GET' });
+    const value = (body: string, series: string) =>
+      Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(body)?.[1] ?? 0);
+    const ok = 'controller_runtime_webhook_requests_total{webhook="/validate-kdapp",code="200"}';
+    const bad = 'controller_runtime_webhook_requests_total{webhook="/validate-kdapp",code="400"}';
+    const latency = 'controller_runtime_webhook_latency_seconds_count{webhook="/validate-kdapp"}';
+    await post('/validate-kdapp', JSON.stringify(fixture('validate-kdapp-create-invalid')));
+    await post('/validate-kdapp', 'nope');
+    const after = (await request('/metrics', { method: 'GET' })).body;
+    expect(value(after, ok) - value(before.body, ok)).toBe(1);
+    expect(value(after, bad) - value(before.body, bad)).toBe(1);
+    expect(value(after, latency) - value(before.body, latency)).toBe(2);
+    // controller-runtime's (Go's default) buckets, so Go webhooks' dashboards read these unchanged.
+    expect(after).toMatch(
+      /^controller_runtime_webhook_latency_seconds_bucket\{le="0.005",webhook="\/validate-kdapp"\} \d+$/m,
+    );
+    expect(after).toMatch(
+      /^controller_runtime_webhook_latency_seconds_bucket\{le="10",webhook="\/validate-kdapp"\} \d+$/m,
+    );
+    // Every review answered: none left in flight.
+    expect(after).toMatch(/^controller_runtime_webhook_requests_in_flight\{webhook="\/validate-kdapp"\} 0$/m);
+  });
+
+  it('logs an allowed review at debug and a denied one at info', async () => {
+    logs.length = 0;
+    await post('/validate-kdapp', JSON.stringify(fixture('validate-kdapp-create-invalid')));
+    await post('/mutate-kdcluster', JSON.stringify(fixture('mutate-kdcluster-update-reordered')));
+    const lines = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'review');
+    expect(lines.map((l) => [l.webhook, l.decision, l.level])).toEqual([
+      ['validate-kdapp', 'denied', 'info'],
+      ['mutate-kdcluster', 'allowed', 'debug'],
+    ]);
+  });
+
   it('logs one structured line per review with identifiers, never the object', async () => {
     const review = fixture('validate-kdcluster-create-denied');
     (review.request.object as { metadata: Record<string, unknown> }).metadata.annotations = {

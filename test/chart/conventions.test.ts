@@ -511,6 +511,9 @@ describe('PrometheusRule and Grafana dashboard', () => {
     ])
       expect({ [n]: rec.has(n) }).toEqual({ [n]: true });
     for (const n of [
+      'controller_runtime_webhook_requests_total',
+      'controller_runtime_webhook_latency_seconds',
+      'controller_runtime_webhook_requests_in_flight',
       'kd_admission_tls_certificate_expiration_timestamp_seconds',
       'process_resident_memory_bytes',
       'nodejs_eventloop_lag_p99_seconds',
