@@ -83,6 +83,8 @@ export interface AdmissionConfig {
   reviewDeadlineMs: number;
   /** --secret-delivery. */
   secretDelivery: SecretDelivery;
+  /** Old flag and variable names used (they still work): logged as warnings at start. */
+  deprecations: string[];
 }
 
 export const ADMISSION_FLAGS = {
@@ -127,22 +129,31 @@ export const ADMISSION_FLAGS = {
   },
   'system-namespace': {
     type: 'string',
-    env: 'KD_SYSTEM_NAMESPACE',
+    env: 'KD_ADMISSION_SYSTEM_NAMESPACE',
+    formerly: { env: ['KD_SYSTEM_NAMESPACE'] },
     help: 'namespace of the system app catalog (appCatalog: system); default $POD_NAMESPACE, else kd-system',
   },
   'secret-connections': {
     type: 'bool',
-    env: 'KD_SECRET_CONNECTIONS',
+    env: 'KD_ADMISSION_SECRET_CONNECTIONS',
+    formerly: { env: ['KD_SECRET_CONNECTIONS'] },
     default: true,
     help: 'allow Secret connections; false refuses them and Secrets are not watched',
   },
   'kubedirector-mode': {
     type: 'bool',
-    env: 'KD_KUBEDIRECTOR_MODE',
+    env: 'KD_ADMISSION_KUBEDIRECTOR_MODE',
+    formerly: { env: ['KD_KUBEDIRECTOR_MODE'] },
     default: false,
     help: 'run next to KubeDirector: its CRDs, validation only, no mutation (false: refuse to act when KubeDirector is found)',
   },
-  'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
+  'log-level': {
+    type: 'string',
+    env: 'KD_ADMISSION_LOG_LEVEL',
+    formerly: { env: ['KD_LOG_LEVEL'] },
+    default: 'info',
+    help: 'debug, info, warn or error',
+  },
   'shutdown-delay': {
     type: 'duration',
     bareSeconds: true,
@@ -261,9 +272,10 @@ export const ADMISSION_FLAGS = {
     env: 'KD_ADMISSION_PROBE_PORT',
     help: 'also serve /healthz, /readyz and /metrics over plain HTTP on this port (same bind address), e.g. for kubelet probes when --client-ca-file is set; default off',
   },
-  namespaces: {
+  'watch-namespaces': {
     type: 'list',
-    env: 'KD_WATCH_NAMESPACES',
+    env: 'KD_ADMISSION_WATCH_NAMESPACES',
+    formerly: { flags: ['namespaces'], env: ['KD_WATCH_NAMESPACES'] },
     help: "namespaces the webhooks select, comma-separated (empty: all); only these are watched (kdapps also in the system namespace) and a review for any other is refused without a lookup. Keep it equal to the webhooks' namespaceSelector",
   },
   'excluded-namespaces': {
@@ -452,7 +464,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     clientCaFile,
     clientAllowedNames,
     probePort,
-    namespaces: namespaceList('namespaces', f.namespaces),
+    namespaces: namespaceList('watch-namespaces', f['watch-namespaces']),
     excludedNamespaces: namespaceList('excluded-namespaces', f['excluded-namespaces']),
     guestconfigImage: imageReference('guestconfig-image', f['guestconfig-image']),
     maxInFlight: f['max-in-flight'],
@@ -460,6 +472,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): AdmissionCo
     maxQueued: f['max-queued'],
     reviewDeadlineMs: f['review-deadline'],
     secretDelivery: secretDeliveryMode(f['secret-delivery']),
+    deprecations: line.deprecations,
   };
 }
 

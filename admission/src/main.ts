@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     return;
   }
   const log = createLogger({ component: 'admission', level: config.logLevel });
+  for (const d of config.deprecations) log.warn(d);
   let kubeConfig: LoadedKubeConnection;
   try {
     kubeConfig = await loadKubeConnection({ kubeconfig: config.kubeconfig });

@@ -1,6 +1,6 @@
 /**
  * The namespaces the webhook configurations send reviews for (the chart renders both from the same
- * values: `--namespaces` is the selector's `In` list, `--excluded-namespaces` its `NotIn` list). The API
+ * values: `--watch-namespaces` is the selector's `In` list, `--excluded-namespaces` its `NotIn` list). The API
  * server never sends a review for a namespace outside them, so one that arrives was crafted by someone
  * else. It is refused before anything is looked up: otherwise the answer would tell whether an app,
  * Secret or ConfigMap of a given name exists in a namespace the sender may not read. Pure.

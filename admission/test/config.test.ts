@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, parseConfig, parseDuration, usage } from '../src/config.js';
+import type { FlagSpec } from '@kd-connections/shared';
+import { ADMISSION_FLAGS, ConfigError, parseConfig, parseDuration, usage } from '../src/config.js';
 
 describe('configuration', () => {
   it('has in-pod defaults', () => {
@@ -13,6 +14,7 @@ describe('configuration', () => {
       systemNamespace: 'kd-system',
       secretConnections: true,
       secretDelivery: 'document',
+      deprecations: [],
       kubedirectorMode: false,
       logLevel: 'info',
       shutdownDelayMs: 0,
@@ -57,23 +59,25 @@ describe('configuration', () => {
   });
 
   it('reads the plain probe port and the namespaces the webhooks select', () => {
-    expect(parseConfig(['--probe-port=8081', '--namespaces=team-a, team-b,team-a'], {})).toMatchObject({
+    expect(parseConfig(['--probe-port=8081', '--watch-namespaces=team-a, team-b,team-a'], {})).toMatchObject({
       probePort: 8081,
       namespaces: ['team-a', 'team-b'],
     });
   });
 
   it('reads the namespaces the webhooks select and refuses names that are not namespaces', () => {
-    expect(parseConfig(['--namespaces=team-a, team-b', '--excluded-namespaces=kube-system,kd'], {})).toMatchObject({
+    expect(
+      parseConfig(['--watch-namespaces=team-a, team-b', '--excluded-namespaces=kube-system,kd'], {}),
+    ).toMatchObject({
       namespaces: ['team-a', 'team-b'],
       excludedNamespaces: ['kube-system', 'kd'],
     });
-    expect(parseConfig(['--excluded-namespaces='], { KD_WATCH_NAMESPACES: 'ml' })).toMatchObject({
+    expect(parseConfig(['--excluded-namespaces='], { KD_ADMISSION_WATCH_NAMESPACES: 'ml' })).toMatchObject({
       namespaces: ['ml'],
       excludedNamespaces: [],
     });
-    expect(() => parseConfig(['--namespaces=Team_A'], {})).toThrow(
-      '--namespaces must list namespace names, got "Team_A"',
+    expect(() => parseConfig(['--watch-namespaces=Team_A'], {})).toThrow(
+      '--watch-namespaces must list namespace names, got "Team_A"',
     );
   });
 
@@ -175,8 +179,8 @@ describe('configuration', () => {
       KD_ADMISSION_BIND_ADDRESS: '127.0.0.1',
       KUBECONFIG: '/tmp/kc',
       POD_NAMESPACE: 'kd-release',
-      KD_SECRET_CONNECTIONS: 'false',
-      KD_LOG_LEVEL: 'debug',
+      KD_ADMISSION_SECRET_CONNECTIONS: 'false',
+      KD_ADMISSION_LOG_LEVEL: 'debug',
     };
     const fromEnv = parseConfig([], env);
     expect(fromEnv).toMatchObject({
@@ -289,10 +293,36 @@ describe('configuration through the shared flag layer', () => {
   });
 
   it('reads booleans as the reconciler does: on/off are refused, naming the variable', () => {
-    expect(parseConfig([], { KD_SECRET_CONNECTIONS: 'no' })).toMatchObject({ secretConnections: false });
-    expect(() => parseConfig([], { KD_SECRET_CONNECTIONS: 'off' })).toThrow(
-      '--secret-connections (from $KD_SECRET_CONNECTIONS) must be true or false, got "off"',
+    expect(parseConfig([], { KD_ADMISSION_SECRET_CONNECTIONS: 'no' })).toMatchObject({ secretConnections: false });
+    expect(() => parseConfig([], { KD_ADMISSION_SECRET_CONNECTIONS: 'off' })).toThrow(
+      '--secret-connections (from $KD_ADMISSION_SECRET_CONNECTIONS) must be true or false, got "off"',
     );
+  });
+
+  it('one environment prefix, KD_ADMISSION_; the names of 0.1.0 still work, each with a deprecation to log', () => {
+    const old = parseConfig(['--namespaces=ml'], {
+      KD_SYSTEM_NAMESPACE: 'catalog',
+      KD_SECRET_CONNECTIONS: 'false',
+      KD_KUBEDIRECTOR_MODE: 'true',
+      KD_LOG_LEVEL: 'warn',
+    });
+    expect(old).toMatchObject({
+      namespaces: ['ml'],
+      systemNamespace: 'catalog',
+      secretConnections: false,
+      kubedirectorMode: true,
+      logLevel: 'warn',
+      deprecations: [
+        '--namespaces is deprecated and goes in 0.3.0: use --watch-namespaces',
+        '$KD_SYSTEM_NAMESPACE is deprecated and goes in 0.3.0: use $KD_ADMISSION_SYSTEM_NAMESPACE',
+        '$KD_SECRET_CONNECTIONS is deprecated and goes in 0.3.0: use $KD_ADMISSION_SECRET_CONNECTIONS',
+        '$KD_KUBEDIRECTOR_MODE is deprecated and goes in 0.3.0: use $KD_ADMISSION_KUBEDIRECTOR_MODE',
+        '$KD_LOG_LEVEL is deprecated and goes in 0.3.0: use $KD_ADMISSION_LOG_LEVEL',
+      ],
+    });
+    const envs = Object.values(ADMISSION_FLAGS).flatMap((f: FlagSpec) => (f.env ? [f.env] : []));
+    expect(envs.filter((e) => e !== 'KUBECONFIG' && !e.startsWith('KD_ADMISSION_'))).toEqual([]);
+    expect(parseConfig([], {})).toMatchObject({ deprecations: [] });
   });
 
   it('adds up repeated list flags; a repeated single flag takes the last value', () => {
@@ -307,12 +337,12 @@ describe('configuration through the shared flag layer', () => {
     expect(usage()).toContain('[default 9443, $KD_ADMISSION_PORT]');
   });
 
-  it('--kubedirector-mode (or KD_KUBEDIRECTOR_MODE) turns on running next to KubeDirector', () => {
+  it('--kubedirector-mode (or KD_ADMISSION_KUBEDIRECTOR_MODE) turns on running next to KubeDirector', () => {
     expect((parseConfig(['--kubedirector-mode=true'], {}) as { kubedirectorMode: boolean }).kubedirectorMode).toBe(
       true,
     );
-    expect((parseConfig([], { KD_KUBEDIRECTOR_MODE: 'true' }) as { kubedirectorMode: boolean }).kubedirectorMode).toBe(
-      true,
-    );
+    expect(
+      (parseConfig([], { KD_ADMISSION_KUBEDIRECTOR_MODE: 'true' }) as { kubedirectorMode: boolean }).kubedirectorMode,
+    ).toBe(true);
   });
 });

@@ -19,91 +19,112 @@ export const RECONCILER_FLAGS = {
     env: 'KUBECONFIG',
     help: 'kubeconfig file; in a pod the service account is used when unset',
   },
-  namespaces: {
+  'watch-namespaces': {
     type: 'list',
-    env: 'KD_WATCH_NAMESPACES',
+    env: 'KD_RECONCILER_WATCH_NAMESPACES',
+    formerly: { flags: ['namespaces'], env: ['KD_WATCH_NAMESPACES'] },
     default: [],
     help: 'namespaces to watch, comma-separated; empty = all',
   },
   'system-namespace': {
     type: 'string',
-    env: 'KD_SYSTEM_NAMESPACE',
+    env: 'KD_RECONCILER_SYSTEM_NAMESPACE',
+    formerly: { env: ['KD_SYSTEM_NAMESPACE'] },
     help: 'namespace of the system app catalog (appCatalog: system); default $POD_NAMESPACE, else kd-system',
   },
-  concurrency: { type: 'int', env: 'KD_CONCURRENCY', default: 4, min: 1, help: 'clusters reconciled in parallel' },
+  concurrency: {
+    type: 'int',
+    env: 'KD_RECONCILER_CONCURRENCY',
+    formerly: { env: ['KD_CONCURRENCY'] },
+    default: 4,
+    min: 1,
+    help: 'clusters reconciled in parallel',
+  },
   'pod-concurrency': {
     type: 'int',
-    env: 'KD_POD_CONCURRENCY',
+    env: 'KD_RECONCILER_POD_CONCURRENCY',
+    formerly: { env: ['KD_POD_CONCURRENCY'] },
     default: 8,
     min: 1,
     help: 'pod patches in flight per cluster',
   },
   'leader-elect': {
     type: 'bool',
-    env: 'KD_LEADER_ELECT',
+    env: 'KD_RECONCILER_LEADER_ELECT',
+    formerly: { env: ['KD_LEADER_ELECT'] },
     default: true,
     help: 'use a Lease so only one replica writes',
   },
-  'lease-name': {
+  'leader-elect-resource-name': {
     type: 'string',
-    env: 'KD_LEASE_NAME',
+    env: 'KD_RECONCILER_LEADER_ELECT_RESOURCE_NAME',
+    formerly: { flags: ['lease-name'], env: ['KD_LEASE_NAME'] },
     default: 'kd-connections-reconciler',
     help: 'name of the Lease',
   },
-  'lease-namespace': {
+  'leader-elect-resource-namespace': {
     type: 'string',
-    env: 'KD_LEASE_NAMESPACE',
+    env: 'KD_RECONCILER_LEADER_ELECT_RESOURCE_NAMESPACE',
+    formerly: { flags: ['lease-namespace'], env: ['KD_LEASE_NAMESPACE'] },
     help: 'namespace of the Lease; default $POD_NAMESPACE, else kd-system',
   },
   'digest-key-namespace': {
     type: 'string',
-    env: 'KD_DIGEST_KEY_NAMESPACE',
+    env: 'KD_RECONCILER_DIGEST_KEY_NAMESPACE',
+    formerly: { env: ['KD_DIGEST_KEY_NAMESPACE'] },
     help: `namespace of the Secret ${DIGEST_KEY_SECRET} (the key of the MAC over connected Secrets); default: the Lease namespace`,
   },
-  'lease-duration': {
+  'leader-elect-lease-duration': {
     type: 'duration',
     bareSeconds: true,
     min: 1,
-    env: 'KD_LEASE_DURATION',
+    env: 'KD_RECONCILER_LEADER_ELECT_LEASE_DURATION',
+    formerly: { flags: ['lease-duration'], env: ['KD_LEASE_DURATION'] },
     default: '15s',
     help: 'how long the Lease holds without renewal: a standby takes over this long after the leader stops renewing (whole seconds, e.g. 15s)',
   },
-  'renew-deadline': {
+  'leader-elect-renew-deadline': {
     type: 'duration',
     bareSeconds: true,
     min: 1,
-    env: 'KD_RENEW_DEADLINE',
+    env: 'KD_RECONCILER_LEADER_ELECT_RENEW_DEADLINE',
+    formerly: { flags: ['renew-deadline'], env: ['KD_RENEW_DEADLINE'] },
     default: '10s',
-    help: 'the leader steps down when it could not renew for this long; below --lease-duration',
+    help: 'the leader steps down when it could not renew for this long; below --leader-elect-lease-duration',
   },
-  'retry-period': {
+  'leader-elect-retry-period': {
     type: 'duration',
     bareSeconds: true,
     min: 1,
-    env: 'KD_RETRY_PERIOD',
+    env: 'KD_RECONCILER_LEADER_ELECT_RETRY_PERIOD',
+    formerly: { flags: ['retry-period'], env: ['KD_RETRY_PERIOD'] },
     default: '2s',
-    help: 'interval between acquire/renew attempts; below --renew-deadline / 1.2',
+    help: 'interval between acquire/renew attempts; below --leader-elect-renew-deadline / 1.2',
   },
-  identity: {
+  'leader-elect-identity': {
     type: 'string',
-    env: 'KD_IDENTITY',
+    env: 'KD_RECONCILER_LEADER_ELECT_IDENTITY',
+    formerly: { flags: ['identity'], env: ['KD_IDENTITY'] },
     help: 'this replica in the Lease; default: hostname + random suffix',
   },
   'secret-connections': {
     type: 'bool',
-    env: 'KD_SECRET_CONNECTIONS',
+    env: 'KD_RECONCILER_SECRET_CONNECTIONS',
+    formerly: { env: ['KD_SECRET_CONNECTIONS'] },
     default: true,
     help: 'watch labelled Secrets and deliver Secret connections (values only to root in the pod, through a per-cluster private Secret)',
   },
   'reconnect-hook': {
     type: 'bool',
-    env: 'KD_RECONNECT_HOOK',
+    env: 'KD_RECONCILER_RECONNECT_HOOK',
+    formerly: { env: ['KD_RECONNECT_HOOK'] },
     default: false,
     help: "run the app's startscript --reconnect (KubeDirector's hook) in a member once its file holds a new generator; needs pods/exec",
   },
   'reconnect-timeout': {
     type: 'duration',
-    env: 'KD_RECONNECT_TIMEOUT',
+    env: 'KD_RECONCILER_RECONNECT_TIMEOUT',
+    formerly: { env: ['KD_RECONNECT_TIMEOUT'] },
     default: '2m',
     min: 1000,
     max: 3_600_000,
@@ -111,7 +132,8 @@ export const RECONCILER_FLAGS = {
   },
   'reconnect-concurrency': {
     type: 'int',
-    env: 'KD_RECONNECT_CONCURRENCY',
+    env: 'KD_RECONCILER_RECONNECT_CONCURRENCY',
+    formerly: { env: ['KD_RECONNECT_CONCURRENCY'] },
     default: 4,
     min: 1,
     max: 64,
@@ -119,45 +141,57 @@ export const RECONCILER_FLAGS = {
   },
   'cluster-domain': {
     type: 'string',
-    env: 'KD_CLUSTER_DOMAIN',
+    env: 'KD_RECONCILER_CLUSTER_DOMAIN',
+    formerly: { env: ['KD_CLUSTER_DOMAIN'] },
     default: 'cluster.local',
     help: 'cluster DNS domain used in member FQDNs',
   },
   'metrics-bind-address': {
     type: 'string',
-    env: 'KD_METRICS_BIND_ADDRESS',
+    env: 'KD_RECONCILER_METRICS_BIND_ADDRESS',
+    formerly: { env: ['KD_METRICS_BIND_ADDRESS'] },
     default: '0.0.0.0:8080',
     help: 'host:port of /healthz, /readyz and /metrics',
   },
   'relist-period-seconds': {
     type: 'int',
-    env: 'KD_RELIST_PERIOD_SECONDS',
+    env: 'KD_RECONCILER_RELIST_PERIOD_SECONDS',
+    formerly: { env: ['KD_RELIST_PERIOD_SECONDS'] },
     default: 600,
     min: 0,
     help: 'full relist of every watch (0 = never)',
   },
   'watch-timeout-seconds': {
     type: 'int',
-    env: 'KD_WATCH_TIMEOUT_SECONDS',
+    env: 'KD_RECONCILER_WATCH_TIMEOUT_SECONDS',
+    formerly: { env: ['KD_WATCH_TIMEOUT_SECONDS'] },
     default: 300,
     min: 0,
     help: 'server-side watch timeout (jittered ±20%)',
   },
   'heap-release-interval': {
     type: 'duration',
-    env: 'KD_HEAP_RELEASE_INTERVAL',
+    env: 'KD_RECONCILER_HEAP_RELEASE_INTERVAL',
+    formerly: { env: ['KD_HEAP_RELEASE_INTERVAL'] },
     default: '10s',
     min: 0,
     help: 'how often to look for the end of a burst: when the event loop was idle and the heap grew 16 MiB since the last collection, a full collection returns the memory (also once after the caches sync); 0 = never, V8 alone decides',
   },
   'content-cache-mib': {
     type: 'int',
-    env: 'KD_CONTENT_CACHE_MIB',
+    env: 'KD_RECONCILER_CONTENT_CACHE_MIB',
+    formerly: { env: ['KD_CONTENT_CACHE_MIB'] },
     default: 64,
     min: 1,
     help: 'MiB of connected ConfigMap and Secret content kept between reconciles (each kind); past it the least recently used is fetched again when needed',
   },
-  'log-level': { type: 'string', env: 'KD_LOG_LEVEL', default: 'info', help: 'debug, info, warn or error' },
+  'log-level': {
+    type: 'string',
+    env: 'KD_RECONCILER_LOG_LEVEL',
+    formerly: { env: ['KD_LOG_LEVEL'] },
+    default: 'info',
+    help: 'debug, info, warn or error',
+  },
 } satisfies Record<string, FlagSpec>;
 
 export interface ReconcilerConfig {
@@ -187,6 +221,8 @@ export interface ReconcilerConfig {
   /** Bytes of connected content kept per kind (ConfigMaps, Secrets). */
   contentCacheBytes: number;
   logLevel: LogLevel;
+  /** Old flag and variable names used (they still work): logged as warnings at start. */
+  deprecations: string[];
 }
 
 export const RECONCILER_PROGRAM: ProgramInfo = {
@@ -222,32 +258,35 @@ export function loadConfig(
   // Outside a pod: the admission service's default too, and the namespace the README installs into.
   const podNs = env.POD_NAMESPACE || 'kd-system';
   const [host, port] = splitHostPort(f['metrics-bind-address']);
-  const leaseDurationMs = f['lease-duration'];
-  const renewDeadlineMs = f['renew-deadline'];
-  const retryPeriodMs = f['retry-period'];
+  const leaseDurationMs = f['leader-elect-lease-duration'];
+  const renewDeadlineMs = f['leader-elect-renew-deadline'];
+  const retryPeriodMs = f['leader-elect-retry-period'];
   // A Lease counts whole seconds; client-go's rules keep a leader from outliving its lease.
   if (leaseDurationMs < 1000 || leaseDurationMs % 1000 !== 0)
-    throw new FlagError(`--lease-duration: "${raw['lease-duration']}" must be a whole number of seconds, at least 1s`);
-  if (renewDeadlineMs >= leaseDurationMs) throw new FlagError('--renew-deadline must be less than --lease-duration');
+    throw new FlagError(
+      `--leader-elect-lease-duration: "${raw['leader-elect-lease-duration']}" must be a whole number of seconds, at least 1s`,
+    );
+  if (renewDeadlineMs >= leaseDurationMs)
+    throw new FlagError('--leader-elect-renew-deadline must be less than --leader-elect-lease-duration');
   if (retryPeriodMs * 1.2 >= renewDeadlineMs)
-    throw new FlagError('--retry-period × 1.2 must be less than --renew-deadline');
+    throw new FlagError('--leader-elect-retry-period × 1.2 must be less than --leader-elect-renew-deadline');
   const logLevel = f['log-level'];
   if (parseLogLevel(logLevel, 'info') !== logLevel)
     throw new FlagError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
   return {
     kubeconfig: f.kubeconfig || undefined,
-    namespaces: f.namespaces,
+    namespaces: f['watch-namespaces'],
     systemNamespace: f['system-namespace'] || podNs,
     concurrency: f.concurrency,
     podConcurrency: f['pod-concurrency'],
     leaderElect: f['leader-elect'],
-    leaseName: f['lease-name'],
-    leaseNamespace: f['lease-namespace'] || podNs,
-    digestKeyNamespace: f['digest-key-namespace'] || f['lease-namespace'] || podNs,
+    leaseName: f['leader-elect-resource-name'],
+    leaseNamespace: f['leader-elect-resource-namespace'] || podNs,
+    digestKeyNamespace: f['digest-key-namespace'] || f['leader-elect-resource-namespace'] || podNs,
     leaseDurationMs,
     renewDeadlineMs,
     retryPeriodMs,
-    identity: f.identity || `${hostname()}-${randomBytes(3).toString('hex')}`,
+    identity: f['leader-elect-identity'] || `${hostname()}-${randomBytes(3).toString('hex')}`,
     secretConnections: f['secret-connections'],
     reconnectHook: f['reconnect-hook'],
     reconnectTimeoutMs: f['reconnect-timeout'],
@@ -260,6 +299,7 @@ export function loadConfig(
     heapReleaseIntervalMs: f['heap-release-interval'],
     contentCacheBytes: f['content-cache-mib'] * 2 ** 20,
     logLevel: parseLogLevel(logLevel),
+    deprecations: line.deprecations,
   };
 }
 

@@ -25,6 +25,7 @@ try {
 }
 
 const log = createLogger({ component: 'reconciler', level: cfg.logLevel });
+for (const d of cfg.deprecations) log.warn(d);
 const service = new ReconcilerService({
   config: cfg,
   kubeConfig,

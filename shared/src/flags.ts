@@ -12,6 +12,8 @@
  * - A repeated single-value flag: the last wins (so a harness can append overrides), unless the
  *   program asks for `repeats: 'error'`.
  * - `--help`/`-h` and `--version` are answered by every program.
+ * - A renamed flag or variable keeps its old name (`formerly`) for one minor version: it still works, and
+ *   the parse result says so in `deprecations` for the program to log.
  * Errors are FlagErrors naming the flag (and the variable, when the value came from there).
  */
 import { readFileSync } from 'node:fs';
@@ -32,7 +34,12 @@ export interface FlagSpec {
   bareSeconds?: boolean;
   /** Placeholder in the help (default: the type). */
   metavar?: string;
+  /** Old names that still work until DEPRECATED_NAMES_REMOVED_IN, with a deprecation message. */
+  formerly?: { flags?: string[]; env?: string[] };
 }
+
+/** The release that drops the names in `formerly` (they keep working for one minor version). */
+export const DEPRECATED_NAMES_REMOVED_IN = '0.3.0';
 
 type Value<T extends FlagType> = T extends 'int' | 'duration'
   ? number
@@ -71,6 +78,8 @@ export type CommandLine<S extends Record<string, FlagSpec>> =
       values: FlagValues<S>;
       /** The text each value came from (flag, variable or default), for messages that quote it. */
       raw: { [K in keyof S]?: string };
+      /** One sentence per old name used (see FlagSpec.formerly), for the program to log as a warning. */
+      deprecations: string[];
     };
 
 const TRUE = ['true', '1', 'yes'];
@@ -206,6 +215,11 @@ export function readCommandLine<S extends Record<string, FlagSpec>>(
   options: ParseOptions = {},
 ): CommandLine<S> {
   const given = new Map<string, { texts: string[]; label: string }>();
+  const oldFlags = new Map<string, string>();
+  for (const [name, s] of Object.entries(spec)) for (const old of s.formerly?.flags ?? []) oldFlags.set(old, name);
+  const deprecations = new Set<string>();
+  const renamed = (old: string, now: string) =>
+    deprecations.add(`${old} is deprecated and goes in ${DEPRECATED_NAMES_REMOVED_IN}: use ${now}`);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const info = isInfoFlag(arg);
@@ -216,6 +230,11 @@ export function readCommandLine<S extends Record<string, FlagSpec>>(
     const eq = arg.indexOf('=');
     let name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
     let text: string | undefined = eq < 0 ? undefined : arg.slice(eq + 1);
+    const current = oldFlags.get(name);
+    if (!spec[name] && current) {
+      renamed(`--${name}`, `--${current}`);
+      name = current;
+    }
     if (!spec[name] && name.startsWith('no-') && spec[name.slice(3)]?.type === 'bool' && text === undefined) {
       name = name.slice(3);
       text = 'false';
@@ -245,9 +264,11 @@ export function readCommandLine<S extends Record<string, FlagSpec>>(
   const raw: Record<string, string> = {};
   for (const [name, s] of Object.entries(spec)) {
     let source = given.get(name);
-    const envText = s.env ? env[s.env] : undefined;
-    if (!source && envText !== undefined && envText !== '') {
-      source = { texts: [envText], label: `--${name} (from $${s.env})` };
+    for (const variable of [s.env, ...(s.formerly?.env ?? [])]) {
+      const envText = variable ? env[variable] : undefined;
+      if (source || envText === undefined || envText === '') continue;
+      source = { texts: [envText], label: `--${name} (from $${variable})` };
+      if (variable !== s.env) renamed(`$${variable}`, s.env ? `$${s.env}` : `--${name}`);
     }
     if (source) {
       raw[name] = source.texts.join(',');
@@ -263,7 +284,12 @@ export function readCommandLine<S extends Record<string, FlagSpec>>(
     } else if (s.type === 'bool') values[name] = false;
     else if (s.type === 'list') values[name] = [];
   }
-  return { kind: 'run', values: values as FlagValues<S>, raw: raw as { [K in keyof S]?: string } };
+  return {
+    kind: 'run',
+    values: values as FlagValues<S>,
+    raw: raw as { [K in keyof S]?: string },
+    deprecations: [...deprecations],
+  };
 }
 
 /** The values of a command line that is not --help or --version (those are FlagErrors here). */
@@ -286,6 +312,12 @@ function flagParts(s: FlagSpec): { meta: string; d: string | undefined } {
   };
 }
 
+/** The help text with the old names that still work, e.g. "… (formerly --lease-name, $KD_LEASE_NAME)". */
+function helpText(s: FlagSpec): string {
+  const old = [...(s.formerly?.flags ?? []).map((f) => `--${f}`), ...(s.formerly?.env ?? []).map((e) => `$${e}`)];
+  return old.length ? `${s.help} (formerly ${old.join(', ')}; until ${DEPRECATED_NAMES_REMOVED_IN})` : s.help;
+}
+
 function flagLine(name: string, s: FlagSpec): [string, string] {
   const { meta, d } = flagParts(s);
   const extra = [
@@ -293,7 +325,7 @@ function flagLine(name: string, s: FlagSpec): [string, string] {
     d !== undefined && d !== '' ? `default ${d}` : undefined,
     s.env ? `$${s.env}` : undefined,
   ].filter(Boolean);
-  return [`--${name}${meta}`, `${s.help}${extra.length ? ` [${extra.join(', ')}]` : ''}`];
+  return [`--${name}${meta}`, `${helpText(s)}${extra.length ? ` [${extra.join(', ')}]` : ''}`];
 }
 
 /** Aligned `--name type   help [default X, $ENV]` lines, `indent` spaces in; the same in every program. */
@@ -318,7 +350,7 @@ export function flagsMarkdown(spec: Record<string, FlagSpec>): string {
   const cell = (t: string) => t.replace(/\|/g, '\\|');
   const rows = Object.entries({ ...spec, ...STANDARD_FLAGS }).map(([name, s]: [string, FlagSpec]) => {
     const { meta, d } = flagParts(s);
-    return `| \`--${name}${cell(meta)}\` | ${s.env ? `\`${s.env}\`` : ''} | ${s.required ? 'required' : d !== undefined && d !== '' ? `\`${cell(d)}\`` : ''} | ${cell(s.help)} |`;
+    return `| \`--${name}${cell(meta)}\` | ${s.env ? `\`${s.env}\`` : ''} | ${s.required ? 'required' : d !== undefined && d !== '' ? `\`${cell(d)}\`` : ''} | ${cell(helpText(s))} |`;
   });
   return ['| flag | environment | default | what it does |', '|---|---|---|---|', ...rows].join('\n');
 }

@@ -60,7 +60,9 @@ describe('guardEventTarget', () => {
   it("is the service's own Pod in the release namespace when the chart runs it, else the kdcluster CRD", () => {
     const pod = { apiVersion: 'v1', kind: 'Pod', namespace: 'kd-system', name: 'kd-admission-0' };
     expect(guardEventTarget({ POD_NAMESPACE: 'kd-system', POD_NAME: 'kd-admission-0' })).toEqual(pod);
-    expect(guardEventTarget({ POD_NAMESPACE: 'kd-system', KD_IDENTITY: 'kd-admission-0' })).toEqual(pod);
+    expect(
+      guardEventTarget({ POD_NAMESPACE: 'kd-system', KD_RECONCILER_LEADER_ELECT_IDENTITY: 'kd-admission-0' }),
+    ).toEqual(pod);
     expect(guardEventTarget({})).toEqual({
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',

@@ -204,9 +204,12 @@ export async function startLoopbackReconciler(
 ): Promise<LoopbackReconciler> {
   // The metrics address is chosen by startReconciler (a free port on 127.0.0.1).
   const args = withArgs(chartArgs, { 'metrics-bind-address': undefined, kubeconfig, 'watch-timeout-seconds': '60' });
-  // No namespace: the chart's flags say what to watch. KD_IDENTITY comes from the pod name in the chart
+  // No namespace: the chart's flags say what to watch. KD_RECONCILER_LEADER_ELECT_IDENTITY comes from the pod name in the chart
   // (fieldRef); here it is given directly.
-  const rec = await startReconciler({ info: env.info }, { args, kubeconfig, env: { KD_IDENTITY: identity } });
+  const rec = await startReconciler(
+    { info: env.info },
+    { args, kubeconfig, env: { KD_RECONCILER_LEADER_ELECT_IDENTITY: identity } },
+  );
   return Object.assign(rec, { args });
 }
 

@@ -277,7 +277,7 @@ describe('admission with watchNamespaces: namespaced rights, and the service run
       ...['--set', 'webhook.url=', '--set', 'webhook.caBundle=', '--set', 'certificates.mode=bootstrap'],
     ]);
     const chartArgs = withoutBootstrapArgs(containerArgs(one(docs, 'Deployment', `${fullname}-admission`)));
-    expect(chartArgs).toContain(`--namespaces=${apps}`);
+    expect(chartArgs).toContain(`--watch-namespaces=${apps}`);
     // Ready = every cache listed with this token (they would be forbidden cluster-wide).
     admission = await startLoopbackAdmission(env, dir, chartArgs, kubeconfig, port);
     expect(admission.output()).not.toMatch(/forbidden/i);

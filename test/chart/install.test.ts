@@ -190,7 +190,11 @@ describe('the chart installed in url mode', () => {
       expect.arrayContaining([`--system-namespace=${ns}`, '--secret-connections=true', `--port=${port}`]),
     );
     expect(reconciler!.args).toEqual(
-      expect.arrayContaining([`--namespaces=${apps}`, `--lease-name=${lease}`, `--lease-namespace=${ns}`]),
+      expect.arrayContaining([
+        `--watch-namespaces=${apps}`,
+        `--leader-elect-resource-name=${lease}`,
+        `--leader-elect-resource-namespace=${ns}`,
+      ]),
     );
     // The reconciler leads through the chart's Lease (the chart created it; the reconciler filled it in).
     const l = await getJson(env, ['lease', lease], ns);

@@ -381,11 +381,11 @@ describe('helm lint and helm template', () => {
     expect(rec.args).toEqual(
       expect.arrayContaining([
         '--leader-elect=true',
-        `--lease-name=${fullname}-reconciler`,
-        `--lease-namespace=${NS}`,
-        '--lease-duration=15s',
-        '--renew-deadline=10s',
-        '--retry-period=2s',
+        `--leader-elect-resource-name=${fullname}-reconciler`,
+        `--leader-elect-resource-namespace=${NS}`,
+        '--leader-elect-lease-duration=15s',
+        '--leader-elect-renew-deadline=10s',
+        '--leader-elect-retry-period=2s',
         `--system-namespace=${NS}`,
       ]),
     );
@@ -452,7 +452,7 @@ describe('helm lint and helm template', () => {
       ],
     });
     expect(containerArgs(one(docs, 'Deployment', `${fullname}-reconciler`))).toEqual(
-      expect.arrayContaining(['--namespaces=team-a,team-b', '--system-namespace=kd-catalog']),
+      expect.arrayContaining(['--watch-namespaces=team-a,team-b', '--system-namespace=kd-catalog']),
     );
     expect(containerArgs(one(docs, 'Deployment', `${fullname}-admission`))).toContain('--system-namespace=kd-catalog');
   });
@@ -468,7 +468,7 @@ describe('helm lint and helm template', () => {
       }));
     const narrowed = ['--set', 'watchNamespaces={team-a,team-b}', '--set', 'webhook.excludeNamespaces={legacy}'];
     expect(await admissionArgs(narrowed)).toEqual(
-      expect.arrayContaining(['--namespaces=team-a,team-b', `--excluded-namespaces=kube-system,${NS},legacy`]),
+      expect.arrayContaining(['--watch-namespaces=team-a,team-b', `--excluded-namespaces=kube-system,${NS},legacy`]),
     );
     for (const s of await selector(narrowed)) {
       // validate-kdapp also selects the system catalog (here the release namespace); the service keeps
@@ -489,11 +489,11 @@ describe('helm lint and helm template', () => {
     }
     const all = await admissionArgs([]);
     expect(all).toContain(`--excluded-namespaces=kube-system,${NS}`);
-    expect(all.some((a) => a.startsWith('--namespaces'))).toBe(false);
+    expect(all.some((a) => a.startsWith('--watch-namespaces'))).toBe(false);
     // A custom selector cannot be mirrored as lists: every namespace is served.
     const custom = await admissionArgs(['--set', 'webhook.namespaceSelector.matchLabels.kd=on']);
     expect(custom).toContain('--excluded-namespaces=');
-    expect(custom.some((a) => a.startsWith('--namespaces'))).toBe(false);
+    expect(custom.some((a) => a.startsWith('--watch-namespaces'))).toBe(false);
     // url mode runs no Deployment: NOTES.txt gives the same flags for the service started by hand.
     const r = await env.helm([
       'install',
@@ -507,7 +507,7 @@ describe('helm lint and helm template', () => {
       ...narrowed,
     ]);
     expect(r.stdout.slice(r.stdout.indexOf('NOTES:'))).toContain(
-      `--namespaces=team-a,team-b --excluded-namespaces=kube-system,${NS},legacy`,
+      `--watch-namespaces=team-a,team-b --excluded-namespaces=kube-system,${NS},legacy`,
     );
   });
 
@@ -649,7 +649,7 @@ describe('hardening: outage-proof validation, the system catalog, narrow RBAC, c
       ],
     });
     expect(containerArgs(one(docs, 'Deployment', `${fullname}-admission`))).toEqual(
-      expect.arrayContaining(['--namespaces=team-a,team-b', '--system-namespace=kd-catalog']),
+      expect.arrayContaining(['--watch-namespaces=team-a,team-b', '--system-namespace=kd-catalog']),
     );
     // Namespaces the webhooks never serve get no admission Role and are not watched: the release namespace
     // (where the reconciler keeps its MAC key), kube-system and webhook.excludeNamespaces.
@@ -663,15 +663,19 @@ describe('hardening: outage-proof validation, the system catalog, narrow RBAC, c
       NS,
       'kube-system',
     ]);
-    expect(containerArgs(one(listed.docs, 'Deployment', `${fullname}-admission`))).toContain('--namespaces=team-a');
+    expect(containerArgs(one(listed.docs, 'Deployment', `${fullname}-admission`))).toContain(
+      '--watch-namespaces=team-a',
+    );
     // A list the webhooks serve none of is refused.
     const none = await env.helm(['template', REL, CHART, '--namespace', NS, '--set', `watchNamespaces={${NS}}`]);
     expect(none.code).not.toBe(0);
     expect(none.stderr).toContain(`watchNamespaces ["${NS}"]: the webhooks serve none of these`);
-    // Without watchNamespaces: one ClusterRoleBinding, no --namespaces.
+    // Without watchNamespaces: one ClusterRoleBinding, no --watch-namespaces.
     const all = await render('bootstrap');
     one(all.docs, 'ClusterRoleBinding', `${fullname}-admission`);
-    expect(containerArgs(one(all.docs, 'Deployment', `${fullname}-admission`)).join(' ')).not.toContain('--namespaces');
+    expect(containerArgs(one(all.docs, 'Deployment', `${fullname}-admission`)).join(' ')).not.toContain(
+      '--watch-namespaces',
+    );
   });
 
   it("a ValidatingAdmissionPolicy confines the reconciler's account to configmeta annotations of member pods", async () => {

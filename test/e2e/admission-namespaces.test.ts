@@ -1,5 +1,5 @@
 /**
- * The built service, told the namespaces its webhooks select (`--namespaces`, as the chart renders it
+ * The built service, told the namespaces its webhooks select (`--watch-namespaces`, as the chart renders it
  * from watchNamespaces), on the real control plane. Anyone who can reach the port can POST a review;
  * one crafted for a namespace outside that set must learn nothing there — not whether an app, a
  * ConfigMap or a Secret of some name exists, nor what an app is — and cause no lookup at all. The same
@@ -29,7 +29,7 @@ beforeAll(async () => {
       ok(await env.kubectl(['apply', '-f', repoPath(`examples/${f}`)], { namespace }), `apply ${f} in ${namespace}`);
     }
   }
-  svc = await startAdmission(env, [`--namespaces=${env.namespace}`]);
+  svc = await startAdmission(env, [`--watch-namespaces=${env.namespace}`]);
 }, 90_000);
 
 afterAll(async () => {

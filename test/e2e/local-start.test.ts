@@ -142,7 +142,7 @@ describe('npm start', () => {
 
   it('--kubeconfig runs both services against an existing cluster', async () => {
     await installCrds(env);
-    const p = launch(['--kubeconfig', env.info.kubeconfigPath, '--namespaces', env.namespace]);
+    const p = launch(['--kubeconfig', env.info.kubeconfigPath, '--watch-namespaces', env.namespace]);
     await eventually(
       'running',
       () => p.out().includes('Press Ctrl-C to stop everything.') || p.child.exitCode !== null,

@@ -25,7 +25,7 @@ beforeAll(async () => {
     kdCluster('z', 'kafka', {}, ['broker']),
   ]);
   await apply(env, pods([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]));
-  rec = await startReconciler(env, { args: [`--namespaces=${env.namespace}`] });
+  rec = await startReconciler(env, { args: [`--watch-namespaces=${env.namespace}`] });
   await rec.waitForLog((l) => l.msg === 'became leader');
 }, 120_000);
 

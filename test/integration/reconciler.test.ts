@@ -67,7 +67,7 @@ beforeAll(async () => {
     memberPod('b-0', 'b'),
   ]);
   await apply(env, [kdCluster('a', 'trainer', { configmaps: ['model'] }), memberPod('a-0', 'a')], other);
-  rec = await startReconciler(env, { args: [`--namespaces=${env.namespace},${other}`] });
+  rec = await startReconciler(env, { args: [`--watch-namespaces=${env.namespace},${other}`] });
   await rec.waitForLog((l) => l.msg === 'became leader');
   for (const c of ['a', 'b', 'c', 't']) await eventually(`cluster ${c} synced`, () => synced(c));
   await eventually('other/a synced', () => synced('a', other));
@@ -431,7 +431,7 @@ describe('restart and leadership', () => {
     for (const c of ['a', 'b', 'c', 't', 'x', 'y']) await eventually(`${c} settled`, () => synced(c));
     await rec.stop('SIGTERM');
     const since = new Date();
-    rec = await startReconciler(env, { args: [`--namespaces=${env.namespace},${other}`] });
+    rec = await startReconciler(env, { args: [`--watch-namespaces=${env.namespace},${other}`] });
     await rec.waitForLog((l) => l.msg === 'became leader');
     // Every cluster is reconciled on becoming leader; give that time to finish.
     await eventually('initial reconciles done', async () =>
@@ -448,7 +448,7 @@ describe('restart and leadership', () => {
   });
 
   it('two reconcilers with leader election never both write, and the standby takes over on shutdown', async () => {
-    const second = await startReconciler(env, { args: [`--namespaces=${env.namespace},${other}`] });
+    const second = await startReconciler(env, { args: [`--watch-namespaces=${env.namespace},${other}`] });
     try {
       await second.waitForLog((l) => l.msg === 'synced' && l.informer === 'kdclusters/' + env.namespace);
       const since = new Date();

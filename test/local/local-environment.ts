@@ -156,7 +156,7 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
     const host = { info: { kubeconfigPath, webhookCaPem: webhookTls.caPem, webhookServing: webhookTls } };
     const logFile = (name: string) => join(dir, `${name}.log`);
     o.say('Starting the admission service and the reconciler ...');
-    const admission = await startAdmission(host, [`--system-namespace=${SYSTEM_NAMESPACE}`], {
+    const admission = await startAdmission(host, [`--system-namespace=${SYSTEM_NAMESPACE}`, '--log-level=info'], {
       logFile: logFile('admission'),
       waitReady: false,
     });
@@ -164,8 +164,8 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
     const reconciler = await startReconciler(host, {
       args: [
         `--system-namespace=${SYSTEM_NAMESPACE}`,
-        `--lease-namespace=${o.kubeconfig ? 'default' : SYSTEM_NAMESPACE}`,
-        ...(o.namespaces?.length ? [`--namespaces=${o.namespaces.join(',')}`] : []),
+        `--leader-elect-resource-namespace=${o.kubeconfig ? 'default' : SYSTEM_NAMESPACE}`,
+        ...(o.namespaces?.length ? [`--watch-namespaces=${o.namespaces.join(',')}`] : []),
       ],
       logFile: logFile('reconciler'),
     });

@@ -1,5 +1,5 @@
 /**
- * npm start [-- --kubeconfig PATH] [-- --namespaces a,b]
+ * npm start [-- --kubeconfig PATH] [-- --watch-namespaces a,b]
  * See local-environment.ts for what it does. Ctrl-C stops everything and removes its files.
  */
 import { dirname } from 'node:path';
@@ -8,7 +8,7 @@ import { startLocalEnvironment, tour } from './local-environment.js';
 
 function usage(msg?: string): never {
   if (msg) console.error(`npm start: ${msg}`);
-  console.error('usage: npm start [-- --kubeconfig PATH] [--namespaces ns1,ns2]');
+  console.error('usage: npm start [-- --kubeconfig PATH] [--watch-namespaces ns1,ns2]');
   process.exit(2);
 }
 
@@ -19,7 +19,8 @@ for (let i = 0; i < args.length; i++) {
   const [flag, inline] = args[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
   const value = () => inline ?? args[++i] ?? usage(`${flag} needs a value`);
   if (flag === '--kubeconfig') kubeconfig = value();
-  else if (flag === '--namespaces') namespaces = value().split(',').filter(Boolean);
+  // --namespaces: the services' old name for the same list, kept as they keep it.
+  else if (flag === '--watch-namespaces' || flag === '--namespaces') namespaces = value().split(',').filter(Boolean);
   else if (flag === '--help' || flag === '-h') usage();
   else usage(`unknown argument ${args[i]}`);
 }

@@ -258,7 +258,7 @@ describe('the built services as uid 65532 without a writable filesystem', () => 
           kubeconfig,
           namespaces: env.namespace,
         }),
-        env: { ...envNonRoot, KD_IDENTITY: 'reconciler-nobody' },
+        env: { ...envNonRoot, KD_RECONCILER_LEADER_ELECT_IDENTITY: 'reconciler-nobody' },
       },
     );
     started.push(reconciler);

@@ -48,9 +48,9 @@ describe('the API server failing under the reconciler', () => {
     rec = await startReconciler(env, {
       identity: 'hang-a',
       args: [
-        `--lease-duration=${LEASE.durationMs / 1000}s`,
-        `--renew-deadline=${LEASE.deadlineMs / 1000}s`,
-        `--retry-period=${LEASE.retryMs / 1000}s`,
+        `--leader-elect-lease-duration=${LEASE.durationMs / 1000}s`,
+        `--leader-elect-renew-deadline=${LEASE.deadlineMs / 1000}s`,
+        `--leader-elect-retry-period=${LEASE.retryMs / 1000}s`,
       ],
     });
     await rec.waitForLog((l) => l.msg === 'became leader', 60_000);

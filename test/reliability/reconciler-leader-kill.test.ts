@@ -1,8 +1,8 @@
 /**
  * Fault: the leader reconciler is killed in the middle of a fan-out; the new leader must finish it with
  * no duplicate notification for the same generation and no lost one.
- * Two reconcilers with leader election (a short lease through --lease-duration/--renew-deadline/
- * --retry-period), 30 clusters × 3 member pods connected to one ConfigMap. The ConfigMap is edited; once
+ * Two reconcilers with leader election (a short lease through --leader-elect-lease-duration/--leader-elect-renew-deadline/
+ * --leader-elect-retry-period), 30 clusters × 3 member pods connected to one ConfigMap. The ConfigMap is edited; once
  * the leader has patched some but not all pods it is frozen (SIGSTOP, to pin the moment and check the
  * partial state) and killed (SIGKILL: no lease release, no cleanup). The standby must take over when the
  * lease expires and finish: every cluster's generator rose by exactly one, every pod holds that
@@ -112,9 +112,12 @@ describe('the leader killed mid-fan-out', () => {
 
   it('refuses lease timings that would let a leader outlive its lease', async () => {
     // No namespace: only these flags (and the kubeconfig and metrics address) are given.
-    const p = await startReconciler({ info: env.info }, { args: ['--lease-duration=5s', '--renew-deadline=5s'] });
+    const p = await startReconciler(
+      { info: env.info },
+      { args: ['--leader-elect-lease-duration=5s', '--leader-elect-renew-deadline=5s'] },
+    );
     await eventually('exited at once', () => p.exited, 15_000);
     expect(await p.stop()).toBe(2);
-    expect(p.output()).toContain('--renew-deadline must be less than --lease-duration');
+    expect(p.output()).toContain('--leader-elect-renew-deadline must be less than --leader-elect-lease-duration');
   });
 });

@@ -128,7 +128,7 @@ beforeAll(async () => {
     );
   }
   rec = await startReconciler(env, {
-    args: [`--namespaces=${env.namespace},${tenant}`],
+    args: [`--watch-namespaces=${env.namespace},${tenant}`],
     env: { NODE_OPTIONS: inspectorNodeOptions(serviceNodeOptions('reconciler')) },
   });
   await rec.waitForLog((l) => l.msg === 'became leader');

@@ -13,9 +13,9 @@ import { installCrds } from './crds.js';
 import { type ReconcilerProcess, startReconciler } from './services.js';
 
 export const FAN_OUT_ARGS = [
-  '--lease-duration=5s',
-  '--renew-deadline=3s',
-  '--retry-period=1s',
+  '--leader-elect-lease-duration=5s',
+  '--leader-elect-renew-deadline=3s',
+  '--leader-elect-retry-period=1s',
   '--concurrency=1',
   '--pod-concurrency=1',
 ];

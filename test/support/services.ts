@@ -106,7 +106,8 @@ export async function startAdmission(
       '--bind-address=127.0.0.1',
       ...(files ? [`--tls-cert-file=${certFile}`, `--tls-key-file=${keyFile}`] : []),
       `--kubeconfig=${o.kubeconfig ?? host.info.kubeconfigPath}`,
-      '--log-level=info',
+      // Every review's line (debug): tests wait on them. A later --log-level in extraArgs wins.
+      '--log-level=debug',
       ...extraArgs,
     ],
     serviceEnv('admission', o.env),
@@ -138,7 +139,7 @@ export async function startAdmission(
 }
 
 export interface ReconcilerOptions extends ProcessOptions {
-  /** --identity; default a random test-… name when the host has a namespace (the chart sets KD_IDENTITY). */
+  /** --leader-elect-identity; default a random test-… name when the host has a namespace (the chart sets KD_RECONCILER_LEADER_ELECT_IDENTITY). */
   identity?: string;
   args?: string[];
   /** Default the host's namespace. */
@@ -165,14 +166,15 @@ export interface ReconcilerProcess extends ServiceProcess {
 export async function startReconciler(host: ServiceHost, o: ReconcilerOptions = {}): Promise<ReconcilerProcess> {
   const port = await freePort();
   const ns = host.namespace;
-  const identity = o.identity ?? o.env?.KD_IDENTITY ?? `test-${Math.random().toString(36).slice(2, 8)}`;
+  const identity =
+    o.identity ?? o.env?.KD_RECONCILER_LEADER_ELECT_IDENTITY ?? `test-${Math.random().toString(36).slice(2, 8)}`;
   const scoped =
     ns === undefined
       ? []
       : [
-          `--namespaces=${ns}`,
+          `--watch-namespaces=${ns}`,
           `--system-namespace=${o.systemNamespace ?? ns}`,
-          `--lease-namespace=${ns}`,
+          `--leader-elect-resource-namespace=${ns}`,
           `--leader-elect=${o.leaderElect ?? true}`,
           '--watch-timeout-seconds=60',
         ];
@@ -181,7 +183,7 @@ export async function startReconciler(host: ServiceHost, o: ReconcilerOptions = 
     [
       `--kubeconfig=${o.kubeconfig ?? host.info.kubeconfigPath}`,
       `--metrics-bind-address=127.0.0.1:${port}`,
-      ...(o.identity !== undefined || ns !== undefined ? [`--identity=${identity}`] : []),
+      ...(o.identity !== undefined || ns !== undefined ? [`--leader-elect-identity=${identity}`] : []),
       ...scoped,
       ...(o.args ?? []),
     ],

@@ -399,7 +399,7 @@ matchConditions:
 --excluded-namespaces=
 {{- else -}}
 {{- with .Values.watchNamespaces -}}
---namespaces={{ join "," (uniq .) }}{{ "\n" }}
+--watch-namespaces={{ join "," (uniq .) }}{{ "\n" }}
 {{- end -}}
 --excluded-namespaces={{ join "," (uniq (concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces)) }}
 {{- end -}}

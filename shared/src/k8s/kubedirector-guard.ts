@@ -36,8 +36,8 @@ const OPENAPI_PATH = '/openapi/v3/apis/kubedirector.hpe.com/v1beta1';
  * release namespace, where the chart grants events create), else the kdcluster CRD (namespace default).
  */
 export function guardEventTarget(env: NodeJS.ProcessEnv = process.env): EventTarget {
-  // The chart gives admission POD_NAME and the reconciler KD_IDENTITY, both the Pod's name.
-  const pod = env.POD_NAME || env.KD_IDENTITY;
+  // The chart gives admission POD_NAME and the reconciler KD_RECONCILER_LEADER_ELECT_IDENTITY, both the Pod's name.
+  const pod = env.POD_NAME || env.KD_RECONCILER_LEADER_ELECT_IDENTITY;
   if (pod && env.POD_NAMESPACE) return { apiVersion: 'v1', kind: 'Pod', namespace: env.POD_NAMESPACE, name: pod };
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
