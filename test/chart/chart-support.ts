@@ -185,6 +185,8 @@ export async function startLoopbackAdmission(
     'tls-cert-file': cert,
     'tls-key-file': key,
     kubeconfig,
+    // Every review's line: the tests read them (the chart's default, info, logs only denials).
+    'log-level': 'debug',
   });
   const svc = await startAdmission(env, args, { port, kubeconfig, certificateFiles: false });
   return Object.assign(svc, { args });
