@@ -139,6 +139,13 @@ export const RECONCILER_FLAGS = {
     max: 64,
     help: 'reconnect hooks (and the generator-file reads before them) in flight at once, across all clusters; they never hold a delivery worker',
   },
+  'first-delivery-wait': {
+    type: 'duration',
+    env: 'KD_RECONCILER_FIRST_DELIVERY_WAIT',
+    default: '60s',
+    min: 0,
+    help: "how long a new cluster's first delivery waits for a pod in every seat (spec.roles[].members), so its first document lists every member; then it is delivered to the pods there are and status names the missing seats (0 = no wait)",
+  },
   'cluster-domain': {
     type: 'string',
     env: 'KD_RECONCILER_CLUSTER_DOMAIN',
@@ -212,6 +219,7 @@ export interface ReconcilerConfig {
   reconnectHook: boolean;
   reconnectTimeoutMs: number;
   reconnectConcurrency: number;
+  firstDeliveryWaitMs: number;
   clusterDomain: string;
   metricsHost: string;
   metricsPort: number;
@@ -291,6 +299,7 @@ export function loadConfig(
     reconnectHook: f['reconnect-hook'],
     reconnectTimeoutMs: f['reconnect-timeout'],
     reconnectConcurrency: f['reconnect-concurrency'],
+    firstDeliveryWaitMs: f['first-delivery-wait'],
     clusterDomain: f['cluster-domain'],
     metricsHost: host,
     metricsPort: port,

@@ -232,11 +232,13 @@ export class Controller {
         secretConnections: this.cfg.secretConnections,
         clusterDomain: this.cfg.clusterDomain,
         podConcurrency: this.cfg.podConcurrency,
+        firstDeliveryWaitMs: this.cfg.firstDeliveryWaitMs,
       },
       pendingWrites: (keys) => this.expectations.waitFor(keys),
     });
     // The watch event that clears the expectation enqueues the key again; the delay is a safety net.
     if (outcome.deferredMs) return { outcome, requeueAfterMs: outcome.deferredMs };
+    if (outcome.requeueAfterMs) return { outcome, requeueAfterMs: outcome.requeueAfterMs };
     return { outcome };
   }
 

@@ -16,7 +16,7 @@ import {
   errorMessage,
   errorStatus,
   isConflict,
-  membersOf,
+  membershipOf,
   planReconcile,
   privateConfigMetaSecretName,
   privateSecretOwner,
@@ -56,6 +56,8 @@ export interface ReconcileOptions {
   clusterDomain: string;
   /** Pod patches in flight at once for one cluster. */
   podConcurrency: number;
+  /** How long a new cluster's first delivery waits for a pod in every seat; absent: it does not wait. */
+  firstDeliveryWaitMs?: number;
 }
 
 export interface ReconcileDeps {
@@ -97,6 +99,8 @@ export type ReconcileOutcome = {
   statusWritten: boolean;
   /** The private Secret write made, if any. */
   privateSecret?: PrivateSecretWrite['kind'];
+  /** Set while the first delivery waits for pods in vacant seats: when to look again. */
+  requeueAfterMs?: number;
 };
 
 /** The key expectations use for an object we write. */
@@ -130,9 +134,10 @@ async function observe(key: string, d: ReconcileDeps): Promise<Observation | num
   const privateSecret = d.privateSecrets?.get(namespace, privateName);
   const own = await resolveApp(d.world, namespace, cluster.spec ?? {}, d.opts.systemNamespace);
   const resolved = await resolveConnections(cluster, own, d.world, d.opts);
-  const members = membersOf(cluster, own?.app, pods, d.opts);
+  const { members, ignored, vacant, neverDelivered } = membershipOf(cluster, own?.app, pods, d.opts);
+  const seating = { ignored, vacant, neverDelivered };
   const now = (d.now ?? (() => new Date()))().toISOString();
-  return { cluster, own, resolved, members, pods, now, ...(privateSecret ? { privateSecret } : {}) };
+  return { cluster, own, resolved, members, seating, pods, now, ...(privateSecret ? { privateSecret } : {}) };
 }
 
 export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<ReconcileOutcome> {
@@ -142,12 +147,17 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
   if (typeof observed === 'number') return { ...outcome, deferredMs: observed };
   let o = observed;
   const privateKey = d.privateSecrets?.key();
-  const planOpts = { systemNamespace: d.opts.systemNamespace, ...(privateKey ? { privateKey } : {}) };
+  const planOpts = {
+    systemNamespace: d.opts.systemNamespace,
+    firstDeliveryWaitMs: d.opts.firstDeliveryWaitMs,
+    ...(privateKey ? { privateKey } : {}),
+  };
   let plan = planReconcile(o, planOpts);
   if (plan.appProblem) {
     outcome.statusWritten = await writeStatus(o.cluster, planStatus(o.cluster, o, plan.appProblem, undefined), d);
     return outcome;
   }
+  if (plan.holdUntil) return hold(o, plan, outcome, d);
   const log = d.log.child({ cluster: key });
   // The private Secret is created before anything else: when its name is taken by someone else's
   // Secret, the pods must get the document without its private half, so the plan is made again.
@@ -192,6 +202,24 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
       members: o.members.length,
     });
   return outcome;
+}
+
+/**
+ * The first delivery waits for pods in the vacant seats: only a generator bump, the events and status
+ * (MembersSeated names the seats) are written; a pod's arrival enqueues the cluster again, and the
+ * reconcile is retried when the wait is over.
+ */
+async function hold(o: Observation, plan: ReconcilePlan, outcome: ReconcileOutcome, d: ReconcileDeps) {
+  let cluster = o.cluster;
+  if (plan.bump) {
+    cluster = await bump(cluster, plan.bump.ops, d);
+    record(d, plan.bump.events);
+    outcome.bumped = { from: plan.bump.from, to: plan.bump.to };
+  }
+  record(d, plan.events);
+  const waiting = { generator: plan.generator, synced: [], failed: {} };
+  outcome.statusWritten = await writeStatus(cluster, planStatus(cluster, o, undefined, waiting, plan.holdUntil), d);
+  return { ...outcome, requeueAfterMs: Math.max(1000, Date.parse(plan.holdUntil!) - Date.parse(o.now)) };
 }
 
 function record(d: ReconcileDeps, events: EventInput[]): void {

@@ -58,6 +58,7 @@ describe('reconciler configuration', () => {
       reconnectHook: false,
       reconnectTimeoutMs: 120_000,
       reconnectConcurrency: 4,
+      firstDeliveryWaitMs: 60_000,
       clusterDomain: 'cluster.local',
       metricsHost: '0.0.0.0',
       metricsPort: 8080,

@@ -204,7 +204,7 @@ function app(name: string, spec: Partial<KDApp['spec']> = {}): KDApp {
 function cluster(name: string, appName: string, connections: KDCluster['spec']['connections'] = {}): KDCluster {
   return {
     metadata: { name, namespace: NS, uid: `uid-${name}`, resourceVersion: '1', generation: 1 },
-    spec: { app: appName, roles: [{ id: 'worker', members: 1 }], connections },
+    spec: { app: appName, roles: [{ id: 'worker', members: 3 }], connections },
   };
 }
 
@@ -399,6 +399,7 @@ describe('reconcileCluster', () => {
     const conds = api.clusters.get(`${NS}/a`)!.status!.conditions!;
     expect(conds.map((c) => `${c.type}=${c.status}/${c.reason}`)).toEqual([
       'ConnectionsResolved=False/AppNotFound',
+      'MembersSeated=Unknown/AppNotFound',
       'ConfigMetaSynced=False/AppNotFound',
       // The kstatus summary: only the user can fix a missing app.
       'Ready=False/AppNotFound',
@@ -584,5 +585,78 @@ describe('the private Secret (Secret connections on)', () => {
     expect(api.clusters.get(`${NS}/a`)!.status!.conditions!.find((c) => c.type === 'ConfigMetaSynced')!.status).toBe(
       'True',
     );
+  });
+});
+
+describe('seats: the first delivery waits for every member; a restarting member keeps its place', () => {
+  const created = '2026-12-02T11:58:00Z'; // two minutes before deps().now
+  const wait = (ms: number, d = api.deps()): ReconcileDeps => ({ ...d, opts: { ...d.opts, firstDeliveryWaitMs: ms } });
+  const seated = () => api.clusters.get(`${NS}/a`)!.status!.conditions!.find((c) => c.type === 'MembersSeated')!;
+  beforeEach(() => {
+    api.clusters.get(`${NS}/a`)!.metadata.creationTimestamp = created;
+    api.pods.delete(`${NS}/a-2`);
+  });
+
+  it('a new cluster with a vacant seat: nothing delivered, status names the seat, retried when the wait ends', async () => {
+    const out = await reconcileCluster(`${NS}/a`, wait(5 * 60_000));
+    expect(api.writes).toEqual(['status a']);
+    expect(out.requeueAfterMs).toBe(3 * 60_000);
+    expect(seated()).toMatchObject({ status: 'False', reason: 'WaitingForMembers' });
+    expect(seated().message).toContain('no pod yet for worker seat 2');
+    expect(seated().message).toContain('at most until 2026-12-02T12:03:00.000Z');
+    const s = api.clusters.get(`${NS}/a`)!.status!;
+    expect(s.conditions!.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'WaitingForMembers',
+    });
+    expect(s.nodeIDs).toBeUndefined(); // no id is handed out before the first delivery
+    expect(ann('a-0')[ANNOTATION_CONFIGMETA]).toBeUndefined();
+
+    // The last pod arrives: every member's first document lists all three.
+    api.pods.set(`${NS}/a-2`, pod('a-2', 'a'));
+    const next = await reconcileCluster(`${NS}/a`, wait(5 * 60_000));
+    expect(next.requeueAfterMs).toBeUndefined();
+    for (const p of ['a-0', 'a-1', 'a-2'])
+      expect(JSON.parse(ann(p)[ANNOTATION_CONFIGMETA]!).nodegroups['1'].roles.worker.node_ids).toEqual(['1', '2', '3']);
+    expect(seated()).toMatchObject({ status: 'True', reason: 'Seated' });
+  });
+
+  it('once the wait is over, the pods there are get their documents and status keeps naming the seat', async () => {
+    const out = await reconcileCluster(`${NS}/a`, wait(60_000));
+    expect(out.requeueAfterMs).toBeUndefined();
+    expect(api.writes.sort()).toEqual(['pod a-0', 'pod a-1', 'status a']);
+    expect(seated()).toMatchObject({ status: 'False', reason: 'MembersMissing', message: 'no pod for worker seat 2' });
+  });
+
+  it('a member whose pod is away stays in every document with its id; only the present pods are written', async () => {
+    api.pods.set(`${NS}/a-2`, pod('a-2', 'a'));
+    await reconcileCluster(`${NS}/a`, wait(60_000));
+    const before = JSON.parse(ann('a-0')[ANNOTATION_CONFIGMETA]!).nodegroups['1'].roles.worker;
+    api.pods.delete(`${NS}/a-1`);
+    api.writes.length = 0;
+    const out = await reconcileCluster(`${NS}/a`, wait(60_000));
+    expect(out.podsWritten).toBe(0); // the document did not change
+    expect(JSON.parse(ann('a-0')[ANNOTATION_CONFIGMETA]!).nodegroups['1'].roles.worker).toEqual(before);
+    expect(api.clusters.get(`${NS}/a`)!.status!.nodeIDs).toEqual({ 'a-0': 1, 'a-1': 2, 'a-2': 3 });
+    expect(seated()).toMatchObject({ status: 'False', reason: 'MembersAway' });
+    expect(seated().message).toContain('a-1 (worker): pod away');
+  });
+
+  it('labelled pods beyond the seats get no document, are named in status and in one Warning', async () => {
+    api.pods.set(`${NS}/a-2`, pod('a-2', 'a'));
+    api.pods.set(`${NS}/a-3`, pod('a-3', 'a'));
+    await reconcileCluster(`${NS}/a`, wait(60_000));
+    expect(ann('a-3')[ANNOTATION_CONFIGMETA]).toBeUndefined();
+    expect(seated()).toMatchObject({ status: 'False', reason: 'PodsBeyondSeats' });
+    const s = api.clusters.get(`${NS}/a`)!.status!;
+    expect(s.conditions!.find((c) => c.type === 'Stalled')).toMatchObject({
+      status: 'True',
+      reason: 'PodsBeyondSeats',
+    });
+    const warnings = () => api.events.filter((e) => e.reason === 'PodsBeyondSeats');
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]!.note).toContain('a-3: ordinal 3 is beyond the 3 seat(s) of role "worker"');
+    await reconcileCluster(`${NS}/a`, wait(60_000));
+    expect(warnings()).toHaveLength(1);
   });
 });

@@ -6,10 +6,12 @@
  */
 import { tooLargeMessage } from './annotation-size.js';
 import type { Member } from './members.js';
+import type { IgnoredPod } from './seats.js';
 import type { Condition, ConnectionStatus, KDClusterStatus } from './types.js';
 
 export const CONDITION_CONNECTIONS_RESOLVED = 'ConnectionsResolved';
 export const CONDITION_CONFIGMETA_SYNCED = 'ConfigMetaSynced';
+export const CONDITION_MEMBERS_SEATED = 'MembersSeated';
 /** kstatus summary conditions: `kubectl wait --for=condition=Ready`, Flux health checks, Argo CD health. */
 export const CONDITION_READY = 'Ready';
 export const CONDITION_RECONCILING = 'Reconciling';
@@ -68,6 +70,69 @@ export function missingVolumeMessage(pods: string[]): string {
   );
 }
 
+/** How the members fill the seats the spec declares (seats.ts). */
+export interface SeatingReport {
+  /** Labelled pods that are not members, with the reason. */
+  ignored: IgnoredPod[];
+  /** Seats no pod has filled. */
+  vacant: { role: string; seat: number }[];
+  /** Set while the first delivery waits for the vacant seats: when it goes ahead without them (ISO). */
+  holdUntil?: string;
+}
+
+export const REASON_PODS_BEYOND_SEATS = 'PodsBeyondSeats';
+export const REASON_WAITING_FOR_MEMBERS = 'WaitingForMembers';
+
+/** Names the ignored pods (the first ten, then a count) and why each is not a member. */
+export function ignoredPodsMessage(ignored: IgnoredPod[]): string {
+  const listed = ignored.slice(0, LISTED_PODS).map((i) => `${i.pod}: ${i.why}`);
+  const more = ignored.length > LISTED_PODS ? `; and ${ignored.length - LISTED_PODS} more` : '';
+  return `${ignored.length} labelled pod(s) are not members and get no configmeta: ${listed.join('; ')}${more}`;
+}
+
+function seatList(vacant: { role: string; seat: number }[]): string {
+  const shown = vacant.slice(0, LISTED_PODS).map((v) => `${v.role} seat ${v.seat}`);
+  return shown.join(', ') + (vacant.length > LISTED_PODS ? ` and ${vacant.length - LISTED_PODS} more` : '');
+}
+
+/**
+ * Whether every seat has its member: False while the first delivery waits for pods (WaitingForMembers),
+ * when labelled pods are beyond the seats (PodsBeyondSeats, which the user must fix), when seats have no
+ * pod (MembersMissing) or a member's pod is away (MembersAway); every part is in the message.
+ */
+function seatedCondition(input: StatusInput): ConditionInput {
+  const base = { type: CONDITION_MEMBERS_SEATED, observedGeneration: input.generation };
+  if (input.appProblem) {
+    const message = "seats cannot be counted without the cluster's app (a role's default is its cardinality)";
+    return { ...base, status: 'Unknown', reason: 'AppNotFound', message };
+  }
+  const s = input.seating ?? { ignored: [], vacant: [] };
+  const away = input.members.filter((m) => !m.present);
+  const parts: [string, string][] = [];
+  if (s.ignored.length) parts.push([REASON_PODS_BEYOND_SEATS, ignoredPodsMessage(s.ignored)]);
+  if (s.holdUntil && s.vacant.length)
+    parts.push([
+      REASON_WAITING_FOR_MEMBERS,
+      `the first delivery waits until every seat has its pod (at most until ${s.holdUntil}); no pod yet for ` +
+        `${seatList(s.vacant)} (a StatefulSet makes its pods at once only with podManagementPolicy: Parallel)`,
+    ]);
+  else if (s.vacant.length) parts.push(['MembersMissing', `no pod for ${seatList(s.vacant)}`]);
+  if (away.length)
+    parts.push([
+      'MembersAway',
+      `${away.map((m) => `${m.pod} (${m.role})`).join(', ')}: pod away; keeps its place and node id in every document`,
+    ]);
+  if (parts.length === 0) {
+    return {
+      ...base,
+      status: 'True',
+      reason: 'Seated',
+      message: `${input.members.length} member(s), every seat filled`,
+    };
+  }
+  return { ...base, status: 'False', reason: parts[0]![0], message: parts.map(([, m]) => m).join('; ') };
+}
+
 export interface StatusInput {
   previous: KDClusterStatus | undefined;
   generation: number | undefined;
@@ -76,6 +141,7 @@ export interface StatusInput {
   connections: ConnectionStatus[];
   hash: string;
   members: Member[];
+  seating?: SeatingReport;
   delivery?: Delivery;
   now: string;
 }
@@ -117,7 +183,9 @@ function connectionsCondition(input: StatusInput): ConditionInput {
 }
 
 function syncedCondition(input: StatusInput): ConditionInput {
-  const { delivery, members, generation } = input;
+  const { delivery, generation } = input;
+  // Members whose pod is away get their document when it is back (MembersSeated says who).
+  const members = input.members.filter((m) => m.present);
   const base = { type: CONDITION_CONFIGMETA_SYNCED, observedGeneration: generation };
   if (input.appProblem || !delivery) {
     return {
@@ -166,12 +234,26 @@ function syncedCondition(input: StatusInput): ConditionInput {
   };
 }
 
+/** Every member whose pod is there holds the configmeta of this delivery's generator. */
 export function isDeliveryComplete(d: Delivery | undefined, members: Member[]): boolean {
   return (
     !!d &&
     d.tooLargeBytes === undefined &&
     Object.keys(d.failed).length === 0 &&
-    members.every((m) => d.synced.includes(m.pod))
+    members.every((m) => !m.present || d.synced.includes(m.pod))
+  );
+}
+
+/**
+ * Whether the seats keep the cluster from Ready: pods beyond them (the user must act), or member pods held
+ * back from their first document. Vacant seats and members whose pod is away do not: nothing the
+ * reconciler could deliver is missing (so a GitOps sync that applies the kdcluster before its
+ * StatefulSets is not stuck on it), and MembersSeated says who is missing.
+ */
+function seatsBlockReady(seated: ConditionInput, members: Member[]): boolean {
+  return (
+    seated.reason === REASON_PODS_BEYOND_SEATS ||
+    (seated.reason === REASON_WAITING_FOR_MEMBERS && members.some((m) => m.present))
   );
 }
 
@@ -189,6 +271,7 @@ const NEEDS_USER_ACTION = new Set([
   'ConfigMetaTooLarge',
   REASON_MISSING_VOLUME,
   REASON_FOREIGN_PRIVATE_SECRET,
+  REASON_PODS_BEYOND_SEATS,
 ]);
 
 /**
@@ -200,11 +283,12 @@ const NEEDS_USER_ACTION = new Set([
  */
 export function summaryConditions(
   connections: ConditionInput,
+  seated: ConditionInput,
   synced: ConditionInput,
   complete: boolean,
   generation: number | undefined,
 ): { ready: ConditionInput; reconciling?: ConditionInput; stalled?: ConditionInput } {
-  if (connections.status === 'True' && synced.status === 'True' && complete) {
+  if (connections.status === 'True' && seated.status === 'True' && synced.status === 'True' && complete) {
     return {
       ready: {
         type: CONDITION_READY,
@@ -215,7 +299,7 @@ export function summaryConditions(
       },
     };
   }
-  const failing = connections.status !== 'True' ? connections : synced.status !== 'True' ? synced : undefined;
+  const failing = [connections, seated, synced].find((c) => c.status !== 'True');
   const reason = failing?.reason ?? 'DeliveryPending';
   const message = failing?.message ?? `${synced.message}; waiting for the remaining member pods`;
   const ready: ConditionInput = {
@@ -235,9 +319,12 @@ export function buildStatus(input: StatusInput): KDClusterStatus {
   const prev = input.previous ?? {};
   const complete = !input.appProblem && isDeliveryComplete(input.delivery, input.members);
   const resolved = connectionsCondition(input);
+  const seated = seatedCondition(input);
   const delivered = syncedCondition(input);
-  const summary = summaryConditions(resolved, delivered, complete, input.generation);
+  const blocking = seatsBlockReady(seated, input.members) ? seated : { ...seated, status: 'True' as const };
+  const summary = summaryConditions(resolved, blocking, delivered, complete, input.generation);
   let conditions = setCondition(prev.conditions, resolved, input.now);
+  conditions = setCondition(conditions, seated, input.now);
   conditions = setCondition(conditions, delivered, input.now);
   conditions = setCondition(conditions, summary.ready, input.now);
   conditions = summary.reconciling

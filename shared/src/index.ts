@@ -21,6 +21,7 @@ export * from './annotation-size.js';
 export * from './connected-object-size.js';
 export * from './trim-object.js';
 export * from './members.js';
+export * from './seats.js';
 export * from './render-configmeta.js';
 export * from './render-private-configmeta.js';
 export * from './configmeta-splice.js';

@@ -1,15 +1,10 @@
 /**
- * Member pods of a cluster, as configmeta describes them. Members are the pods labelled
- * kubedirector.hpe.com/kdcluster=<cluster> and kubedirector.hpe.com/role=<role>, whoever created them;
- * pods being deleted are not members any more.
+ * Member pods of a cluster, as configmeta describes them: the pods that fill its seats (seats.ts) —
+ * labelled kubedirector.hpe.com/kdcluster=<cluster> and kubedirector.hpe.com/role=<role>, named with a
+ * StatefulSet ordinal below the role's `members` — plus the seat holders whose pods are away (restarting).
  */
-import {
-  assignNodeIds,
-  compareMemberNames,
-  readNodeIdState,
-  statefulSetRetention,
-  type NodeIdState,
-} from './node-ids.js';
+import { readNodeIdState, type NodeIdState } from './node-ids.js';
+import { seat, type SeatHolder, type Seating } from './seats.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from './types.js';
 
 export interface Member {
@@ -24,6 +19,8 @@ export interface Member {
   fqdn: string;
   domain: string;
   ready: boolean;
+  /** False while the member's pod is away (being deleted, or not recreated yet): it keeps its place. */
+  present: boolean;
 }
 
 export interface MemberOptions {
@@ -42,72 +39,76 @@ export function isPodReady(pod: PodLike): boolean {
   return (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
+/** The seating and its members, ordered by role (app role order) then node id — KubeDirector's order. */
+export interface Membership extends Omit<Seating, 'members'> {
+  members: Member[];
+}
+
 /**
- * The members of `cluster` among `pods`, ordered by role (app role order) then node id — KubeDirector's
- * order, where a role lists its members as they were created. A pod's DNS name follows its
- * spec.hostname/spec.subdomain (a headless Service of that name); without a subdomain the cluster's
- * name is assumed to be that Service, as KubeDirector's own headless Service would provide.
+ * The members of `cluster` among `pods`. A pod's DNS name follows its spec.hostname/spec.subdomain (a
+ * headless Service of that name); without a subdomain the cluster's name is assumed to be that Service,
+ * as KubeDirector's own headless Service would provide. A member whose pod is away keeps the name it had.
  */
+export function membershipOf(
+  cluster: KDCluster,
+  app: KDApp | undefined,
+  pods: PodLike[],
+  opts: MemberOptions = {},
+): Membership {
+  const name = cluster.metadata.name ?? '';
+  const ns = cluster.metadata.namespace ?? '';
+  const domainSuffix = `svc.${opts.clusterDomain ?? 'cluster.local'}`;
+  const seating = seat(cluster, app, pods);
+  const members = seating.members.map(({ pod, role, id, present, fqdn }): Member => {
+    if (!present) {
+      return {
+        pod,
+        role,
+        id: String(id),
+        fqdn: fqdn!,
+        domain: fqdn!.slice(fqdn!.indexOf('.') + 1),
+        ready: false,
+        present: false,
+      };
+    }
+    const domain = `${present.spec?.subdomain || name}.${ns}.${domainSuffix}`;
+    return {
+      pod,
+      uid: present.metadata.uid,
+      role,
+      id: String(id),
+      fqdn: `${present.spec?.hostname || pod}.${domain}`,
+      domain,
+      ready: isPodReady(present),
+      present: true,
+    };
+  });
+  return { ...seating, members };
+}
+
+/** The members of `cluster` among `pods` (membershipOf's members). */
 export function membersOf(
   cluster: KDCluster,
   app: KDApp | undefined,
   pods: PodLike[],
   opts: MemberOptions = {},
 ): Member[] {
-  const name = cluster.metadata.name ?? '';
-  const ns = cluster.metadata.namespace ?? '';
-  const domainSuffix = `svc.${opts.clusterDomain ?? 'cluster.local'}`;
-  const roleOrder = new Map<string, number>();
-  for (const r of [...(app?.spec?.roles ?? []), ...(cluster.spec?.roles ?? [])]) {
-    if (r && typeof r.id === 'string' && !roleOrder.has(r.id)) roleOrder.set(r.id, roleOrder.size);
-  }
-  const order = (role: string) => roleOrder.get(role) ?? Number.MAX_SAFE_INTEGER;
-  const byRole = (a: string, b: string) => order(a) - order(b) || cmp(a, b);
-  const found = pods
-    .filter((p) => isMemberOf(p, name) && (p.metadata.namespace ?? ns) === ns)
-    .map((p) => ({ pod: p, podName: p.metadata.name ?? '', role: p.metadata.labels![LABEL_ROLE]! }))
-    .sort((a, b) => byRole(a.role, b.role) || compareMemberNames(a.podName, b.podName));
-  const ids = nodeIdsOf(
-    cluster,
-    found.map((f) => f.podName),
-  ).nodeIDs;
-  return found
-    .sort((a, b) => byRole(a.role, b.role) || ids[a.podName]! - ids[b.podName]!)
-    .map(({ pod, podName, role }) => {
-      const domain = `${pod.spec?.subdomain || name}.${ns}.${domainSuffix}`;
-      return {
-        pod: podName,
-        uid: pod.metadata.uid,
-        role,
-        id: String(ids[podName]),
-        fqdn: `${pod.spec?.hostname || podName}.${domain}`,
-        domain,
-        ready: isPodReady(pod),
-      };
-    });
+  return membershipOf(cluster, app, pods, opts).members;
 }
 
-/** Node ids for the members `pods` (pod names, in the order new members are numbered). */
-export function nodeIdsOf(cluster: KDCluster, pods: string[]): NodeIdState {
-  return assignNodeIds(readNodeIdState(cluster.status), pods, retention(cluster));
-}
-
-/** The node id state to keep in status once `members` (membersOf's result) carry their ids. */
-export function nodeIdStateOf(cluster: KDCluster, members: Member[]): NodeIdState {
+/** The node ids and seat holders to keep in status once `members` (membershipOf's result) were delivered. */
+export function seatStateOf(
+  cluster: KDCluster,
+  members: Member[],
+): NodeIdState & { seatHolders: Record<string, SeatHolder> } {
   const stored = readNodeIdState(cluster.status);
-  const ids = Object.fromEntries(members.map((m) => [m.pod, Number(m.id)] as const));
-  const lastNodeID = Math.max(stored.lastNodeID, ...Object.values(ids));
-  return assignNodeIds(
-    { lastNodeID, nodeIDs: { ...stored.nodeIDs, ...ids } },
-    members.map((m) => m.pod),
-    retention(cluster),
+  const nodeIDs = Object.fromEntries(
+    members.map((m) => [m.pod, Number(m.id)] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
   );
-}
-
-function retention(cluster: KDCluster): (pod: string) => boolean {
-  return statefulSetRetention((cluster.spec?.roles ?? []).map((r) => (typeof r?.members === 'number' ? r.members : 0)));
-}
-
-function cmp(a: string | undefined, b: string | undefined): number {
-  return (a ?? '') < (b ?? '') ? -1 : (a ?? '') > (b ?? '') ? 1 : 0;
+  const seatHolders = Object.fromEntries(
+    members
+      .map((m) => [m.pod, { role: m.role, fqdn: m.fqdn }] as const)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
+  return { lastNodeID: Math.max(stored.lastNodeID, ...Object.values(nodeIDs)), nodeIDs, seatHolders };
 }

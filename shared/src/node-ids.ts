@@ -33,60 +33,19 @@ export function readNodeIdState(status: { lastNodeID?: unknown; nodeIDs?: unknow
 }
 
 /**
- * Pod names in the order new members are numbered: KubeDirector numbers a role's new members by their
- * StatefulSet index, so numeric runs compare as numbers ("x-2" before "x-10").
- */
-export function compareMemberNames(a: string, b: string): number {
-  const pa = a.split(/(\d+)/);
-  const pb = b.split(/(\d+)/);
-  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
-    const x = pa[i]!;
-    const y = pb[i]!;
-    if (x === y) continue;
-    if (i % 2 === 1) {
-      const d = Number(x) - Number(y);
-      if (d !== 0) return d < 0 ? -1 : 1;
-    }
-    return x < y ? -1 : 1;
-  }
-  return pa.length - pb.length;
-}
-
-/**
  * The ids of `members` (pod names, in the order new ones are to be numbered): kept ids stay, new
- * members get lastNodeID + 1, + 2, …. A member that left keeps its id in the map while `retain` says
- * it may come back under its name (a restarting StatefulSet pod); otherwise its id is dropped — and
- * never handed out again.
+ * members get lastNodeID + 1, + 2, …. A member not listed loses its id, which is never handed out again
+ * (a member whose pod restarts is still listed: seats.ts keeps its seat).
  */
-export function assignNodeIds(
-  previous: NodeIdState,
-  members: string[],
-  retain: (pod: string) => boolean = () => false,
-): NodeIdState {
+export function assignNodeIds(previous: NodeIdState, members: string[]): NodeIdState {
   let last = previous.lastNodeID;
   const nodeIDs: Record<string, number> = {};
   for (const pod of members) {
     if (Object.hasOwn(nodeIDs, pod)) continue;
     nodeIDs[pod] = Object.hasOwn(previous.nodeIDs, pod) ? previous.nodeIDs[pod]! : ++last;
   }
-  for (const [pod, id] of Object.entries(previous.nodeIDs)) {
-    if (!Object.hasOwn(nodeIDs, pod) && retain(pod)) nodeIDs[pod] = id;
-  }
   return {
     lastNodeID: last,
     nodeIDs: Object.fromEntries(Object.entries(nodeIDs).sort(([x], [y]) => (x < y ? -1 : 1))),
-  };
-}
-
-/**
- * `retain` for a cluster: a departed pod named like a StatefulSet member (`<name>-<ordinal>`) whose
- * ordinal is below the largest declared role size is expected back under its name (KubeDirector keeps a
- * member, and its id, until the role shrinks). Other names are released when the pod goes.
- */
-export function statefulSetRetention(declaredSizes: number[]): (pod: string) => boolean {
-  const max = Math.max(0, ...declaredSizes.filter((n) => Number.isSafeInteger(n)));
-  return (pod) => {
-    const m = /-(\d+)$/.exec(pod);
-    return m !== null && Number(m[1]) < max;
   };
 }

@@ -8,10 +8,14 @@ import { fitsInAnnotations, tooLargeMessage } from './annotation-size.js';
 import {
   buildStatus,
   CONDITION_CONFIGMETA_SYNCED,
+  CONDITION_MEMBERS_SEATED,
+  ignoredPodsMessage,
   missingVolumeMessage,
   REASON_FOREIGN_PRIVATE_SECRET,
   REASON_MISSING_VOLUME,
+  REASON_PODS_BEYOND_SEATS,
   type Delivery,
+  type SeatingReport,
 } from './cluster-status.js';
 import { clusterTarget, regenerationEvents } from './connection-changes.js';
 import { canonicalJson } from './canonical-json.js';
@@ -20,7 +24,8 @@ import { sha256Hex } from './hash.js';
 import { sectionPatch, setAnnotationsPatch, type PatchOp } from './json-patch.js';
 import type { EventInput } from './k8s/event-recorder.js';
 import { appSearchDescription, type ResolvedApp } from './lookup.js';
-import { nodeIdStateOf, type Member } from './members.js';
+import { seatStateOf, type Member } from './members.js';
+import type { IgnoredPod } from './seats.js';
 import {
   foreignPrivateSecretMessage,
   planPrivateSecret,
@@ -48,6 +53,8 @@ export interface Observation {
   own: ResolvedApp | undefined;
   resolved: ResolvedConnections;
   members: Member[];
+  /** How the members fill the spec's seats (membershipOf); absent: every seat filled, no pod ignored. */
+  seating?: { ignored: IgnoredPod[]; vacant: { role: string; seat: number }[]; neverDelivered: boolean };
   pods: CachedPod[];
   /** The cluster's private Secret as cached (metadata only), when it exists. */
   privateSecret?: CachedPrivateSecret;
@@ -62,6 +69,11 @@ export interface PlanOptions {
    * only then (without them the reconciler may not touch Secrets).
    */
   privateKey?: Uint8Array;
+  /**
+   * How long a new cluster's first delivery waits for a pod in every seat (from its creation); absent:
+   * it does not wait.
+   */
+  firstDeliveryWaitMs?: number;
 }
 
 export interface PodWrite {
@@ -72,6 +84,11 @@ export interface PodWrite {
 export interface ReconcilePlan {
   /** Set when the cluster's own app was not found: nothing can be rendered; only status is written. */
   appProblem?: string;
+  /**
+   * Set while the first delivery waits for pods in the vacant seats: nothing is delivered until this
+   * time (ISO) unless they come; the reconcile is tried again then.
+   */
+  holdUntil?: string;
   /** A regeneration to request, with the events to post once it is written and its cause in words. */
   bump?: GeneratorBump & { cause: string; events: EventInput[] };
   /** The generator the member pods are brought to. */
@@ -112,6 +129,12 @@ export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan 
   }
   const decided = decideBump(cluster, resolved.hash);
   const bump = decided && { ...decided, ...regenerationEvents(cluster, resolved, decided.from, decided.to) };
+  const holdUntil = firstDeliveryHold(o, opts.firstDeliveryWaitMs);
+  const seatEvents = ignoredPodsEvent(o);
+  if (holdUntil) {
+    const held = { generator: bump?.to ?? generator, synced: [], podWrites: [], missingVolume: [] };
+    return { ...held, holdUntil, events: seatEvents, ...(bump ? { bump } : {}) };
+  }
   const files = opts.privateKey && privateFilesOf(o, own);
   const version =
     files && opts.privateKey ? privateVersion(opts.privateKey, o.cluster.metadata.uid ?? '', files) : undefined;
@@ -127,10 +150,25 @@ export function planReconcile(o: Observation, opts: PlanOptions): ReconcilePlan 
     opts.privateKey && planPrivateSecret(o.cluster, files || undefined, o.privateSecret, opts.privateKey);
   return {
     ...plan,
+    events: [...plan.events, ...seatEvents],
     ...(bump ? { bump } : {}),
     ...(privateSecret ? { privateSecret } : {}),
     ...(foreign ? { foreignPrivateSecret: foreign } : {}),
   };
+}
+
+/**
+ * Until when a cluster that never had a delivery waits for pods in its vacant seats (so that its first
+ * document lists every member, as KubeDirector configures a cluster once all its members exist), or
+ * undefined when it does not wait: every seat filled, delivered before, or the wait is over.
+ */
+export function firstDeliveryHold(o: Observation, waitMs: number | undefined): string | undefined {
+  const s = o.seating;
+  if (waitMs === undefined || !s?.neverDelivered || s.vacant.length === 0) return undefined;
+  const stamp = o.cluster.metadata.creationTimestamp;
+  const created = stamp === undefined ? NaN : new Date(stamp).getTime();
+  const until = (Number.isFinite(created) ? created : Date.parse(o.now)) + waitMs;
+  return until > Date.parse(o.now) ? new Date(until).toISOString() : undefined;
 }
 
 function privateFilesOf(o: Observation, own: ResolvedApp): PrivateFiles | undefined {
@@ -162,6 +200,8 @@ function planDelivery(
   const missingVolume: string[] = [];
   let tooLargeBytes: number | undefined;
   for (const m of o.members) {
+    // A member whose pod is away is listed in the others' documents; its own comes when its pod does.
+    if (!m.present) continue;
     const { text, splice } = docs.get(m.pod)!;
     if (byName.get(m.pod)?.spec?.missingConfigMetaVolume) missingVolume.push(m.pod);
     // The splice is part of what the pod must hold (a new private version changes only the splice), so the
@@ -231,7 +271,8 @@ export function deliveryOutcome(
     onceEvent(REASON_FOREIGN_PRIVATE_SECRET, plan.foreignPrivateSecret, o),
   ].filter((e): e is EventInput => e !== undefined);
   const withMissing = (events: EventInput[]) => ({ delivery, events: [...events, ...once] });
-  const written = `configmeta generator ${plan.generator} written to ${delivery.synced.length}/${o.members.length} member pods`;
+  const present = o.members.filter((m) => m.present).length;
+  const written = `configmeta generator ${plan.generator} written to ${delivery.synced.length}/${present} member pods`;
   const failed = Object.keys(results.failed).sort();
   if (failed.length > 0) {
     const list = failed.map((p) => `${p} (${results.failed[p]})`).join(', ');
@@ -246,15 +287,28 @@ export function deliveryOutcome(
 }
 
 /**
- * A Warning that repeats what the ConfigMetaSynced condition will say (pods without a configmeta volume,
- * a private Secret name someone else holds), only when stored status does not already say the same: once
- * per change, and nothing again after a restart.
+ * A Warning that repeats what a condition will say (ConfigMetaSynced: pods without a configmeta volume,
+ * a private Secret name someone else holds; MembersSeated: pods beyond the seats, the first part of its
+ * message), only when stored status does not already say it: once per change, nothing again after a restart.
  */
-function onceEvent(reason: string, note: string | undefined, o: Observation): EventInput | undefined {
+function onceEvent(
+  reason: string,
+  note: string | undefined,
+  o: Observation,
+  condition = CONDITION_CONFIGMETA_SYNCED,
+): EventInput | undefined {
   if (note === undefined) return undefined;
-  const stored = o.cluster.status?.conditions?.find((c) => c.type === CONDITION_CONFIGMETA_SYNCED);
-  if (stored?.reason === reason && stored.message === note) return undefined;
+  const stored = o.cluster.status?.conditions?.find((c) => c.type === condition);
+  if (stored?.reason === reason && stored.message.startsWith(note)) return undefined;
   return { regarding: clusterTarget(o.cluster), type: 'Warning', reason, action: 'Deliver', note };
+}
+
+/** The Warning that names labelled pods which are not members, once per change (empty when none). */
+function ignoredPodsEvent(o: Observation): EventInput[] {
+  const ignored = o.seating?.ignored ?? [];
+  const note = ignored.length ? ignoredPodsMessage(ignored) : undefined;
+  const e = onceEvent(REASON_PODS_BEYOND_SEATS, note, o, CONDITION_MEMBERS_SEATED);
+  return e ? [e] : [];
 }
 
 /**
@@ -266,8 +320,14 @@ export function planStatus(
   o: Observation,
   appProblem: string | undefined,
   delivery: Delivery | undefined,
+  holdUntil?: string,
 ): PatchOp[] {
   const previous: KDClusterStatus = o.cluster.status ?? {};
+  const seating: SeatingReport = {
+    ignored: o.seating?.ignored ?? [],
+    vacant: o.seating?.vacant ?? [],
+    ...(holdUntil ? { holdUntil } : {}),
+  };
   const built = buildStatus({
     previous,
     generation: cluster.metadata.generation,
@@ -275,11 +335,13 @@ export function planStatus(
     connections: o.resolved.statuses,
     hash: o.resolved.hash,
     members: o.members,
+    seating,
     ...(delivery ? { delivery } : {}),
     now: o.now,
   });
-  // Node ids are kept for life: the ids the members were rendered with are recorded with the rest.
-  const desired: KDClusterStatus = { ...built, ...nodeIdStateOf(o.cluster, o.members) };
+  // Node ids are kept for life, and seats while their pods restart: what the members were rendered with
+  // is recorded with the rest — not while the first delivery waits (nothing was rendered yet).
+  const desired: KDClusterStatus = holdUntil || appProblem ? built : { ...built, ...seatStateOf(o.cluster, o.members) };
   const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
   if (same(previous, desired)) return [];
   return sectionPatch(cluster.metadata, 'status', cluster.status as Record<string, unknown> | undefined, desired, same);

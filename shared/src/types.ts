@@ -188,6 +188,8 @@ export interface KDClusterStatus {
   lastNodeID?: number;
   /** Member pod name → its node id, kept for the member's life. */
   nodeIDs?: Record<string, number>;
+  /** Member pod name → its role and DNS name: the seat it holds, kept while its pod restarts (seats.ts). */
+  seatHolders?: Record<string, { role: string; fqdn: string }>;
   /** Member pod name → its reconnect hook state (only with the reconnect hook on). */
   memberReconnects?: Record<string, MemberReconnect>;
   connectionsHash?: string;

@@ -70,7 +70,7 @@ const base: StatusInput = {
   generation: 4,
   connections: [{ kind: 'ConfigMap', name: 'model', state: 'Connected' }],
   hash: 'h',
-  members: [{ pod: 'p0', role: 'controller', id: 'p0', fqdn: 'p0.x', domain: 'x', ready: true }],
+  members: [{ pod: 'p0', role: 'controller', id: 'p0', fqdn: 'p0.x', domain: 'x', ready: true, present: true }],
   delivery: { generator: 2, synced: ['p0'], failed: {} },
   now: T0,
 };

@@ -25,6 +25,7 @@ const member = (pod: string, ready = true): Member => ({
   fqdn: `${pod}.x`,
   domain: 'x',
   ready,
+  present: true,
 });
 const CONNECTED: ConnectionStatus[] = [
   { kind: 'Cluster', name: 'training', state: 'Connected', contentHash: 'aaaa' },

@@ -254,8 +254,9 @@ function catalogCase(): Case {
       ],
     },
   });
-  // Workers scaled 12 → 9 → 11: ids 2..13 given, 5, 9 and 12 gone, 14 and 15 new (ids past 9, gaps).
-  const workerIds = [2, 3, 4, 6, 7, 8, 10, 11, 13, 14, 15];
+  // Workers scaled 12 → 9 → 11 (a StatefulSet drops its highest ordinals): ids 2..13 given, ordinals 9..11
+  // gone with ids 11..13, ordinals 9 and 10 back as 14 and 15 (ids past 9, gaps).
+  const workerIds = [2, 3, 4, 5, 6, 7, 8, 9, 10, 14, 15];
   const sparkRoles: KDClusterRole[] = [
     {
       id: 'controller',
@@ -282,7 +283,7 @@ function catalogCase(): Case {
     roles: sparkRoles,
     members: {
       controller: [['kdss-ctl-0', 1]],
-      worker: workerIds.map((id, i) => [`kdss-wrk-${[0, 1, 2, 4, 5, 6, 8, 9, 11, 12, 13][i]}`, id]),
+      worker: workerIds.map((id, i) => [`kdss-wrk-${i}`, id]),
       jupyter: [],
       edge: [
         ['kdss-edge-0', 16],
@@ -317,7 +318,7 @@ function catalogCase(): Case {
       broker: [
         ['kdss-kb-0', 4],
         ['kdss-kb-1', 5],
-        ['kdss-kb-10', 11],
+        ['kdss-kb-2', 11],
       ],
     },
     lastNodeID: 11,

@@ -223,6 +223,7 @@ describe('deliveryOutcome and planStatus', () => {
     };
     expect(conditions.value!.map((c) => [c.type, c.status])).toEqual([
       ['ConnectionsResolved', 'True'],
+      ['MembersSeated', 'True'],
       ['ConfigMetaSynced', 'True'],
       ['Ready', 'True'],
     ]);

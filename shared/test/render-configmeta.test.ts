@@ -190,9 +190,9 @@ describe('configmeta: per-pod node section', () => {
       ],
     });
     const pods = [
-      pod('t-lb', 'training', 'LoadBalancer'),
-      pod('t-b', 'training', 'RESTServer', { hostname: 'host-b', subdomain: 'svc-x' }),
-      pod('t-a', 'training', 'RESTServer'),
+      pod('t-lb-0', 'training', 'LoadBalancer'),
+      pod('t-1', 'training', 'RESTServer', { hostname: 'host-b', subdomain: 'svc-x' }),
+      pod('t-0', 'training', 'RESTServer'),
     ];
     const members = membersOf(c, trainingApp, pods);
     const docs = renderConfigMetaForMembers(
@@ -201,15 +201,15 @@ describe('configmeta: per-pod node section', () => {
       members,
       renderConnections({ clusters: [], configmaps: [], secrets: [] }),
     );
-    expect([...docs.keys()]).toEqual(['t-a', 't-b', 't-lb']);
+    expect([...docs.keys()]).toEqual(['t-0', 't-1', 't-lb-0']);
     const nodes = [...docs.values()].map((t) => JSON.parse(t).node);
     expect(nodes).toEqual([
       {
         role_id: 'RESTServer',
         nodegroup_id: '1',
         id: '1',
-        hostname: 't-a.training.ml.svc.cluster.local',
-        fqdn: 't-a.training.ml.svc.cluster.local',
+        hostname: 't-0.training.ml.svc.cluster.local',
+        fqdn: 't-0.training.ml.svc.cluster.local',
         domain: 'training.ml.svc.cluster.local',
         distro_id: 'hpecp/training-engine',
         depends_on: {},
@@ -228,8 +228,8 @@ describe('configmeta: per-pod node section', () => {
         role_id: 'LoadBalancer',
         nodegroup_id: '1',
         id: '3',
-        hostname: 't-lb.training.ml.svc.cluster.local',
-        fqdn: 't-lb.training.ml.svc.cluster.local',
+        hostname: 't-lb-0.training.ml.svc.cluster.local',
+        fqdn: 't-lb-0.training.ml.svc.cluster.local',
         domain: 'training.ml.svc.cluster.local',
         distro_id: 'hpecp/training-engine',
         depends_on: {},
@@ -239,7 +239,7 @@ describe('configmeta: per-pod node section', () => {
     expect(withoutNode[1]).toEqual(withoutNode[0]);
     expect(withoutNode[2]).toEqual(withoutNode[0]);
     // Own cluster with no connections: empty maps, as KubeDirector renders them.
-    expect(JSON.parse(docs.get('t-a')!).connections).toEqual({ clusters: {}, configmaps: {}, secrets: {} });
+    expect(JSON.parse(docs.get('t-0')!).connections).toEqual({ clusters: {}, configmaps: {}, secrets: {} });
   });
 
   it('a cluster without member pods renders no document', () => {

@@ -18,7 +18,7 @@ function world(): MemoryWorld {
     apps: [...exampleApps(), app('spark-streaming', { category: 'streaming', version: '2.4.7' }, SYSTEM_NS)],
     clusters: [
       cluster('training', 'training-engine', {
-        roles: [{ id: 'RESTServer', members: 1 }],
+        roles: [{ id: 'RESTServer', members: 2 }],
         connections: { configmaps: ['cm'] },
       }),
       cluster('spark-sys', 'spark-streaming', { appCatalog: 'system' }),

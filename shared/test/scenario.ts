@@ -69,8 +69,9 @@ export function scenario(): Scenario {
     ],
     pods: [
       pod('kdss-nb-0', 'notebook', 'controller', { hostname: 'kdss-nb-0', subdomain: 'kdhs-nb' }),
-      // Listed out of order on purpose; a terminating pod is no member.
-      pod('kdss-tr-2', 'training', 'LoadBalancer', { hostname: 'kdss-tr-2', subdomain: 'kdhs-tr' }),
+      // Listed out of order on purpose (one StatefulSet per role, as KubeDirector makes them); a terminating
+      // pod beyond the seats is no member.
+      pod('kdss-lb-0', 'training', 'LoadBalancer', { hostname: 'kdss-lb-0', subdomain: 'kdhs-tr' }),
       pod('kdss-tr-1', 'training', 'RESTServer', { hostname: 'kdss-tr-1', subdomain: 'kdhs-tr' }),
       pod('kdss-tr-0', 'training', 'RESTServer', { hostname: 'kdss-tr-0', subdomain: 'kdhs-tr' }),
       pod('kdss-tr-3', 'training', 'RESTServer', { hostname: 'kdss-tr-3', subdomain: 'kdhs-tr', deleting: true }),

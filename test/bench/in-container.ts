@@ -123,7 +123,7 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
     const names = Array.from({ length: s.clusters }, (_, i) => `ic-${i}`);
     await apply(
       env,
-      names.map((c) => kdCluster(c, 'ic-app', { configmaps: [CM] }, ['worker'])),
+      names.map((c) => kdCluster(c, 'ic-app', { configmaps: [CM] }, ['worker'], s.podsPerCluster)),
     );
     rec = await startReconciler(env, { identity: 'bench-in-container' });
     say(`in-container: ${s.clusters} clusters × ${s.podsPerCluster} running pods`);

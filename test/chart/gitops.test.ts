@@ -343,9 +343,15 @@ describe('GitOps re-applies', () => {
   async function firstCommit(where: string, apply: string[]) {
     await startReconciler();
     ok(await env.kubectl([...apply, '-k', commits[0]!], { namespace: where }), 'apply commit 1');
+    // Every seat of these three clusters (one StatefulSet per role: one ordinal run each), so no first
+    // delivery waits; the other clusters get no pods.
     for (const [pod, c, role] of [
       ['training-cluster-0', 'training-cluster', 'RESTServer'],
+      ['training-cluster-1', 'training-cluster', 'RESTServer'],
+      ['training-cluster-lb-0', 'training-cluster', 'LoadBalancer'],
       ['spark-logs-nightly-0', 'spark-logs-nightly', 'controller'],
+      ['spark-logs-nightly-worker-0', 'spark-logs-nightly', 'worker'],
+      ['spark-logs-nightly-worker-1', 'spark-logs-nightly', 'worker'],
       ['notebook-0', 'notebook', 'controller'],
     ] as const)
       await kubectlOk(env, ['create', '-f', '-'], { namespace: where, input: JSON.stringify(memberPod(pod, c, role)) });

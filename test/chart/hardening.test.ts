@@ -82,7 +82,7 @@ beforeAll(async () => {
   // Made before the webhooks exist: a cluster that will be deleted while admission is down, and one to edit.
   const doomed = kdCluster('doomed', 'some-app');
   (doomed.metadata as Doc).finalizers = ['kd-test.example.com/hold'];
-  for (const o of [doomed, kdCluster('steady', 'some-app')])
+  for (const o of [doomed, kdCluster('steady', 'some-app', {}, ['controller'], 2)])
     await kubectlOk(env, ['create', '-f', '-'], { namespace: apps, input: JSON.stringify(o) });
   const r = await env.helm(['install', release, CHART, '--namespace', ns, '-f', valuesFile]);
   expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: expect.any(String) });

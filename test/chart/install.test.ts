@@ -240,9 +240,12 @@ describe('the chart installed in url mode', () => {
     expect(reviews((l) => l.namespace === ns)).toHaveLength(0);
 
     // A member pod gets the configmeta volume from the pod webhook, then its configmeta from the reconciler.
+    // Every seat of both clusters (one StatefulSet per role: one ordinal run each), so no first delivery waits.
     for (const [pod, cluster, role] of [
       ['notebook-0', 'notebook', 'controller'],
       ['training-cluster-0', 'training-cluster', 'RESTServer'],
+      ['training-cluster-1', 'training-cluster', 'RESTServer'],
+      ['training-cluster-lb-0', 'training-cluster', 'LoadBalancer'],
     ] as const) {
       const created = JSON.parse(
         await kubectlOk(env, ['create', '-f', '-', '-o', 'json'], {

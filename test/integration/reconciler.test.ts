@@ -57,9 +57,9 @@ beforeAll(async () => {
     );
   }
   await apply(env, [
-    kdCluster('t', 'trainer', {}, ['worker']),
+    kdCluster('t', 'trainer', {}, ['worker'], 3),
     kdCluster('a', 'nb', { clusters: ['t'], configmaps: ['model'], secrets: ['creds'] }),
-    kdCluster('b', 'trainer', { configmaps: ['model'] }),
+    kdCluster('b', 'trainer', { configmaps: ['model'] }, ['controller'], 2),
     kdCluster('c', 'trainer'),
     memberPod('a-0', 'a'),
     memberPod('t-0', 't', 'worker'),
@@ -139,7 +139,7 @@ describe('a connected ConfigMap changes', () => {
   it('costs one bump, one status write and one patch per member pod: the minimum (cluster with three pods)', async () => {
     await apply(env, [
       configMap('w3-conf', { v: '1' }, 'settings'),
-      kdCluster('w3', 'trainer', { configmaps: ['w3-conf'] }, ['worker']),
+      kdCluster('w3', 'trainer', { configmaps: ['w3-conf'] }, ['worker'], 3),
     ]);
     await apply(
       env,
@@ -243,7 +243,7 @@ describe('a connected cluster changes', () => {
 
   it('two clusters connected to each other converge and then stay quiet', async () => {
     await apply(env, [
-      kdCluster('x', 'trainer', { clusters: ['y'] }),
+      kdCluster('x', 'trainer', { clusters: ['y'] }, ['controller'], 2),
       kdCluster('y', 'trainer', { clusters: ['x'] }),
       memberPod('x-0', 'x'),
       memberPod('y-0', 'y'),
@@ -353,10 +353,10 @@ describe('connectable_to tightened later', () => {
 describe('pods and generators', () => {
   it('a pod created later receives the current configmeta', async () => {
     const g = (await generator('b')) ?? 0;
-    await apply(env, [memberPod('b-late', 'b')]);
-    const cm = await eventually('b-late has configmeta', () => podConfigMeta(env, 'b-late'));
+    await apply(env, [memberPod('b-1', 'b')]);
+    const cm = await eventually('b-1 has configmeta', () => podConfigMeta(env, 'b-1'));
     expect(cm.generator).toBe(String(g));
-    expect(cm.doc.node.fqdn).toBe(`b-late.b.${env.namespace}.svc.cluster.local`);
+    expect(cm.doc.node.fqdn).toBe(`b-1.b.${env.namespace}.svc.cluster.local`);
     expect(cm.doc.connections.configmaps.model[0].data.path).toBe('/models/v2');
   });
 
@@ -376,7 +376,7 @@ describe('pods and generators', () => {
       'b delivered the forced generator',
       async () => (await synced('b'))?.lastConfigMetaGenerator === g + 1,
     );
-    for (const pod of ['b-0', 'b-late']) expect((await podConfigMeta(env, pod))?.generator).toBe(String(g + 1));
+    for (const pod of ['b-0', 'b-1']) expect((await podConfigMeta(env, pod))?.generator).toBe(String(g + 1));
     await new Promise((r) => setTimeout(r, 1500));
     expect(await generator('b')).toBe(g + 1); // no extra bump by the reconciler
     expect(countByResource(reconcilerWrites(since).filter((e) => e.objectRef?.resource !== 'events'))).toEqual({

@@ -303,7 +303,8 @@ const PRIVATE_PATH = `${CONFIGMETA_DIR}/${PRIVATE_CONFIGMETA_FILE}`;
 export const EXAMPLE_SECRET_VALUE = 'replace-me';
 
 /**
- * Member pods for every example cluster (at most two per role), named <cluster>-<role>-<i>: busybox
+ * Member pods for every example cluster, one per seat (spec.roles[].members), named <cluster>-<role>-<i>
+ * (the ordinal is the seat, seats.ts): busybox
  * sleeping, on the host network (all traffic stays on this machine), from the locally imported image.
  */
 async function demoPods(kubectl: (args: string[]) => Promise<string>): Promise<object[]> {
@@ -313,7 +314,7 @@ async function demoPods(kubectl: (args: string[]) => Promise<string>): Promise<o
   const pods: object[] = [];
   for (const c of clusters.items) {
     for (const r of c.spec.roles ?? []) {
-      for (let i = 0; i < Math.min(r.members ?? 1, 2); i++) {
+      for (let i = 0; i < (r.members ?? 1); i++) {
         pods.push({
           apiVersion: 'v1',
           kind: 'Pod',

@@ -27,7 +27,8 @@ useDeliveryServices(env, async (node) => {
   await apply(env, [
     kdApp('pss-app'),
     secret('pss-creds', { token: VALUE }, 'creds'),
-    kdCluster('pss', 'pss-app', { secrets: ['pss-creds'] }),
+    // Two seats: one member pod per level (ordinals 0 and 1).
+    kdCluster('pss', 'pss-app', { secrets: ['pss-creds'] }, ['controller'], 2),
   ]);
 });
 afterAll(async () => {
@@ -83,9 +84,9 @@ describe('Pod Security Standards', () => {
     const refused = await env.kubectl(['apply', '-f', '-'], { input: JSON.stringify(root) });
     expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/violates PodSecurity "restricted/)]);
 
-    await apply(env, [pod('pss-r-controller-0', { securityContext: restricted }, podSecurity)]);
-    await waitPodReady(env, 'pss-r-controller-0');
-    const where = { pod: 'pss-r-controller-0' };
+    await apply(env, [pod('pss-r-controller-1', { securityContext: restricted }, podSecurity)]);
+    await waitPodReady(env, 'pss-r-controller-1');
+    const where = { pod: 'pss-r-controller-1' };
     expect((await execIn(env, where, ['id', '-u'])).stdout.trim()).toBe(String(APP_USER.uid));
     expect(await configcliValue(env, where, TOKEN)).toBe(b64(VALUE));
     expect(await configcliValue(env, where, 'node.role_id')).toBe('controller');

@@ -44,7 +44,9 @@ beforeAll(async () => {
     kdApp('trainer', { category: 'training' }),
     configMap('model', { v: '1' }, 'model'),
     configMap('extra', { v: '1' }, 'extra'),
-    ...Object.entries(CLUSTERS).map(([c, cms]) => kdCluster(c, 'trainer', cms.length ? { configmaps: cms } : {})),
+    ...Object.entries(CLUSTERS).map(([c, cms]) =>
+      kdCluster(c, 'trainer', cms.length ? { configmaps: cms } : {}, ['controller'], 3),
+    ),
     ...Object.keys(CLUSTERS).flatMap((c) => [memberPod(`${c}-0`, c), memberPod(`${c}-1`, c)]),
   ]);
   rec = await startSettledReconciler(env, client);

@@ -51,7 +51,7 @@ beforeAll(async () => {
   await apply(env, [
     kdApp('trainer', { category: 'training' }),
     configMap('conf', { v: '1' }, 'settings'),
-    kdCluster('w', 'trainer', { configmaps: ['conf'] }),
+    kdCluster('w', 'trainer', { configmaps: ['conf'] }, ['controller'], PODS.length),
     ...PODS.map((p) => {
       const pod = memberPod(p, 'w') as { metadata: { labels: Record<string, string> } };
       if (REFUSED.includes(p)) pod.metadata.labels['fail-patch'] = 'yes';

@@ -56,7 +56,7 @@ beforeAll(async () => {
     kdApp('trainer', { category: 'training' }),
     // Each ConfigMap is its own configmeta group (cmType = its name), so a pod shows which it holds.
     ...CMS.map((cm) => configMap(cm, { v: '0' }, cm)),
-    ...CLUSTERS.map((c) => kdCluster(c, 'trainer', { configmaps: ['cm-a'] })),
+    ...CLUSTERS.map((c) => kdCluster(c, 'trainer', { configmaps: ['cm-a'] }, ['controller'], 2)),
     ...CLUSTERS.flatMap((c) => [memberPod(`${c}-0`, c), memberPod(`${c}-1`, c)]),
   ]);
   racers = [

@@ -48,6 +48,8 @@ beforeAll(async () => {
         c,
         'trainer',
         i < WITH_SECRET ? { configmaps: ['model'], secrets: ['creds'] } : { configmaps: ['model'] },
+        ['controller'],
+        PODS_PER_CLUSTER,
       ),
     ),
     ...CLUSTERS.flatMap((c) => Array.from({ length: PODS_PER_CLUSTER }, (_, j) => memberPod(`${c}-${j}`, c))),

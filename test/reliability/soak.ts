@@ -204,11 +204,17 @@ async function main(): Promise<number> {
     await apply(
       env,
       clusters.map((c, i) =>
-        kdCluster(c, 'soak-app', {
-          configmaps: [cms[i % CONFIGMAPS]!, cms[(i + 1) % CONFIGMAPS]!],
-          ...(i % 3 === 0 ? { secrets: ['soak-secret'] } : {}),
-          ...(i > 0 ? { clusters: [clusters[i - 1]!] } : {}),
-        }),
+        kdCluster(
+          c,
+          'soak-app',
+          {
+            configmaps: [cms[i % CONFIGMAPS]!, cms[(i + 1) % CONFIGMAPS]!],
+            ...(i % 3 === 0 ? { secrets: ['soak-secret'] } : {}),
+            ...(i > 0 ? { clusters: [clusters[i - 1]!] } : {}),
+          },
+          ['controller'],
+          2,
+        ),
       ),
     );
     await apply(

@@ -154,9 +154,15 @@ export async function allSynced(env: TestEnv, names: string[]): Promise<boolean>
   return true;
 }
 
-/** Member pods (not in Git: KubeDirector creates them); the pod webhook and reconciler handle them. */
+/**
+ * Member pods (not in Git: KubeDirector creates them); the pod webhook and reconciler handle them. Every
+ * seat of the two clusters that get pods is filled (one StatefulSet per role, so one ordinal run each),
+ * so their first delivery does not wait; the other clusters have no pods.
+ */
 export const MEMBER_PODS = [
   ['training-cluster-0', 'training-cluster', 'RESTServer'],
+  ['training-cluster-1', 'training-cluster', 'RESTServer'],
+  ['training-cluster-lb-0', 'training-cluster', 'LoadBalancer'],
   ['notebook-0', 'notebook', 'controller'],
 ] as const;
 

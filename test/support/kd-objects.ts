@@ -33,6 +33,7 @@ export function kdCluster(
   app: string,
   connections: { clusters?: string[]; configmaps?: string[]; secrets?: string[] } = {},
   roles = ['controller'],
+  members = 1,
 ): Obj {
   return {
     apiVersion: 'kubedirector.hpe.com/v1beta1',
@@ -40,7 +41,7 @@ export function kdCluster(
     metadata: { name },
     spec: {
       app,
-      roles: roles.map((id) => ({ id, members: 1, resources: { limits: { cpu: '1', memory: '1Gi' } } })),
+      roles: roles.map((id) => ({ id, members, resources: { limits: { cpu: '1', memory: '1Gi' } } })),
       ...(Object.keys(connections).length ? { connections } : {}),
     },
   };

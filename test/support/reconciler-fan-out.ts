@@ -38,7 +38,7 @@ export async function applyFanOut(
   await apply(env, [
     kdApp(o.app, { category: 'training', roles: ['worker'] }),
     configMap('shared', { v: '1' }, 'settings'),
-    ...clusters.map((c) => kdCluster(c, o.app, { configmaps: ['shared'] }, ['worker'])),
+    ...clusters.map((c) => kdCluster(c, o.app, { configmaps: ['shared'] }, ['worker'], pods)),
     ...clusters.flatMap((c) => Array.from({ length: pods }, (_, j) => memberPod(`${c}-${j}`, c, 'worker'))),
   ]);
   return { clusters, pods };

@@ -184,6 +184,9 @@ export async function startReconciler(host: ServiceHost, o: ReconcilerOptions = 
       `--kubeconfig=${o.kubeconfig ?? host.info.kubeconfigPath}`,
       `--metrics-bind-address=127.0.0.1:${port}`,
       ...(o.identity !== undefined || ns !== undefined ? [`--leader-elect-identity=${identity}`] : []),
+      // Tests add member pods one at a time as they go: no wait for a full set before the first delivery,
+      // unless a test asks for it (its own tests do; the chart's value comes later in args and wins).
+      '--first-delivery-wait=0s',
       ...scoped,
       ...(o.args ?? []),
     ],
