@@ -165,18 +165,12 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
 }
 
 /** A review from its first byte to its answer, counted in flight per webhook path meanwhile. */
-async function serveReview(
-  webhook: Webhook,
-  req: IncomingMessage,
-  res: ServerResponse,
-  opts: AppOptions,
-  limit: number,
-  draining: () => boolean,
-): Promise<void> {
+async function serveReview(...args: Parameters<typeof answerReview>): Promise<void> {
+  const [webhook, , , opts] = args;
   const labels = { webhook: webhook.path };
   opts.metrics.webhookInFlight.inc(labels);
   try {
-    await answerReview(webhook, req, res, opts, limit, draining);
+    await answerReview(...args);
   } finally {
     opts.metrics.webhookInFlight.dec(labels);
   }

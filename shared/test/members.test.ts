@@ -239,7 +239,7 @@ describe('seats: the spec says how many, StatefulSet ordinals say which pods', (
     ]);
     expect(during.members.map((m) => m.pod)).toEqual(['c-0', 'w-0', 'w-1']);
     expect(during.ignored).toEqual([]);
-    const after: KDCluster = { ...shrunk, status: seatStateOf(shrunk, during.members) };
+    const after: KDCluster = { ...shrunk, status: { ...seatStateOf(shrunk, during.members) } };
     expect(after.status).toMatchObject({ lastNodeID: 5, nodeIDs: { 'c-0': 1, 'w-0': 2, 'w-1': 3 } });
     const grown: KDCluster = {
       ...after,
@@ -275,7 +275,7 @@ describe('seats: the spec says how many, StatefulSet ordinals say which pods', (
       ['w-1', '3'],
     ]);
     expect(m.ignored.map((i) => i.pod)).toEqual(['w-2']);
-    const first: KDCluster = { ...noCount, status: seatStateOf(noCount, m.members) };
+    const first: KDCluster = { ...noCount, status: { ...seatStateOf(noCount, m.members) } };
     // w-1 restarts while w-2 is still there: w-2 does not take its seat or id.
     const during = membershipOf(first, sparkApp, [pods[0]!, pods[1]!, pods[3]!]);
     expect(during.members.map((x) => [x.pod, x.id, x.present])).toEqual([

@@ -114,7 +114,7 @@ describe('the CRDs', () => {
         { kind: 'ConfigMap', name: 'gone', state: 'Missing', message: 'configmap "gone" not found in namespace "x"' },
       ],
       hash: 'a'.repeat(64),
-      members: [{ pod: 'p0', role: 'primary', id: '1', fqdn: 'p0.x', domain: 'x', ready: true }],
+      members: [{ pod: 'p0', role: 'primary', id: '1', fqdn: 'p0.x', domain: 'x', ready: true, present: true }],
       delivery: { generator: 1, synced: ['p0'], failed: {} },
       now: '2024-05-01T10:00:00Z',
     });
