@@ -263,7 +263,7 @@ export function loadConfig(
   if (line.kind === 'help') return out.exit((out.stdout(`${programHelp(RECONCILER_PROGRAM, RECONCILER_FLAGS)}\n`), 0));
   if (line.kind === 'version') return out.exit((out.stdout(`${versionText(RECONCILER_PROGRAM)}\n`), 0));
   const { values: f, raw } = line;
-  // Outside a pod: the admission service's default too, and the namespace the README installs into.
+  // Outside a pod: the admission service's default too, and the namespace docs/install.md installs into.
   const podNs = env.POD_NAMESPACE || 'kd-system';
   const [host, port] = splitHostPort(f['metrics-bind-address']);
   const leaseDurationMs = f['leader-elect-lease-duration'];

@@ -3,7 +3,7 @@
  *
  * V8 collects when allocation asks for it. A reconciler that has just listed 10,000 pods (or patched
  * them, or received their 10,000 updates) and then idles allocates next to nothing, so the burst's
- * garbage stays committed and resident (figures: README, "Performance"). So, every
+ * garbage stays committed and resident (figures: docs/performance.md). So, every
  * interval: when the event loop was nearly idle over it and the heap in use has grown by `minGrowthBytes`
  * since the last collection, one full collection of the kind V8 runs under memory pressure (it compacts
  * and returns free pages to the system); and one right after the caches sync, the end of the largest

@@ -4,7 +4,7 @@
  * NODE_OPTIONS, so a bench A/B can override them).
  *
  * Reconciler: V8's young generation capped at 8 MiB per semi-space: Node 24 sizes it from the machine's
- * memory, and a list+watch sync grows it to the maximum, where it stays (the A/B: README, "Performance",
+ * memory, and a list+watch sync grows it to the maximum, where it stays (the A/B: docs/performance.md,
  * test/bench/results/2026-12-03-rss-*.md).
  * Admission: the young generation capped at 2 MiB per semi-space (reviews are small and short-lived; a
  * flood of reviews at the body limit peaks ~10 MiB lower than at 8 MiB, 3 MiB less idle) and the old

@@ -91,7 +91,7 @@ function which(name: string): string {
   throw new Error(`${name} not found`);
 }
 
-/** The kubelet's configuration; every setting here was needed on these machines (see README). */
+/** The kubelet's configuration; every setting here was needed on these machines (see docs/development.md). */
 export function kubeletConfig(dir: string, containerdSocket: string, caFile: string, taint = false): object {
   return {
     ...(taint ? { registerWithTaints: [TEST_NODE_TAINT] } : {}),
