@@ -203,6 +203,15 @@ function syncedCondition(input: StatusInput): ConditionInput {
       message: tooLargeMessage(delivery.tooLargeBytes),
     };
   }
+  const held = input.seating?.holdUntil && members.length > 0;
+  if (held) {
+    return {
+      ...base,
+      status: 'False',
+      reason: REASON_WAITING_FOR_MEMBERS,
+      message: `not delivered yet: the first delivery waits for a pod in every seat (MembersSeated)`,
+    };
+  }
   const failed = Object.keys(delivery.failed).sort();
   if (failed.length > 0) {
     return {
@@ -271,7 +280,6 @@ const NEEDS_USER_ACTION = new Set([
   'ConfigMetaTooLarge',
   REASON_MISSING_VOLUME,
   REASON_FOREIGN_PRIVATE_SECRET,
-  REASON_PODS_BEYOND_SEATS,
 ]);
 
 /**

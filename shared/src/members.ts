@@ -4,7 +4,7 @@
  * StatefulSet ordinal below the role's `members` — plus the seat holders whose pods are away (restarting).
  */
 import { readNodeIdState, type NodeIdState } from './node-ids.js';
-import { seat, type SeatHolder, type Seating } from './seats.js';
+import { ordinalOf, seat, type SeatHolder, type Seating } from './seats.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from './types.js';
 
 export interface Member {
@@ -58,7 +58,13 @@ export function membershipOf(
   const name = cluster.metadata.name ?? '';
   const ns = cluster.metadata.namespace ?? '';
   const domainSuffix = `svc.${opts.clusterDomain ?? 'cluster.local'}`;
-  const seating = seat(cluster, app, pods);
+  const domainOf = (p: PodLike) => `${p.spec?.subdomain || name}.${ns}.${domainSuffix}`;
+  const legacy = legacyHolders(cluster, pods, domainOf);
+  const seating = seat(
+    legacy ? { ...cluster, status: { ...cluster.status, seatHolders: legacy } } : cluster,
+    app,
+    pods,
+  );
   const members = seating.members.map(({ pod, role, id, present, fqdn }): Member => {
     if (!present) {
       return {
@@ -71,7 +77,7 @@ export function membershipOf(
         present: false,
       };
     }
-    const domain = `${present.spec?.subdomain || name}.${ns}.${domainSuffix}`;
+    const domain = domainOf(present);
     return {
       pod,
       uid: present.metadata.uid,
@@ -84,6 +90,32 @@ export function membershipOf(
     };
   });
   return { ...seating, members };
+}
+
+/**
+ * Seat holders for a status written before they were recorded (0.1.0 kept only `nodeIDs`): a member whose
+ * pod is away at the first reconcile after the upgrade would otherwise lose its id. Its role and DNS domain
+ * are its StatefulSet siblings' (same name but the ordinal); without a sibling there is nothing to go by.
+ */
+function legacyHolders(
+  cluster: KDCluster,
+  pods: PodLike[],
+  domainOf: (p: PodLike) => string,
+): Record<string, SeatHolder> | undefined {
+  const status = cluster.status;
+  if (!status || status.seatHolders !== undefined) return undefined;
+  const name = cluster.metadata.name ?? '';
+  const here = pods.filter((p) => isMemberOf(p, name));
+  const set = (pod: string) => pod.replace(/-(0|[1-9]\d*)$/, '');
+  const out: Record<string, SeatHolder> = {};
+  for (const pod of Object.keys(readNodeIdState(status).nodeIDs)) {
+    if (ordinalOf(pod) === undefined || here.some((p) => p.metadata.name === pod)) continue;
+    const sibling = here.find(
+      (p) => ordinalOf(p.metadata.name ?? '') !== undefined && set(p.metadata.name!) === set(pod),
+    );
+    if (sibling) out[pod] = { role: sibling.metadata.labels![LABEL_ROLE]!, fqdn: `${pod}.${domainOf(sibling)}` };
+  }
+  return out;
 }
 
 /** The members of `cluster` among `pods` (membershipOf's members). */

@@ -286,6 +286,35 @@ describe('seats: the spec says how many, StatefulSet ordinals say which pods', (
   });
 });
 
+describe('upgrade from a status without seat holders (0.1.0 kept only nodeIDs)', () => {
+  it('a member whose pod is away at the first reconcile keeps its id, named after its StatefulSet siblings', () => {
+    const old: KDCluster = {
+      ...cluster('spark', 'spark', { roles: [{ id: 'worker', members: 3 }] }),
+      status: { lastNodeID: 3, nodeIDs: { 'w-0': 1, 'w-1': 2, 'w-2': 3 } },
+    };
+    const here = [
+      pod('w-0', 'spark', 'worker', { subdomain: 'hs' }),
+      pod('w-1', 'spark', 'worker', { subdomain: 'hs' }),
+    ];
+    const m = membershipOf(old, sparkApp, here);
+    expect(m.members.map((x) => [x.pod, x.id, x.present, x.fqdn])).toEqual([
+      ['w-0', '1', true, 'w-0.hs.ml.svc.cluster.local'],
+      ['w-1', '2', true, 'w-1.hs.ml.svc.cluster.local'],
+      ['w-2', '3', false, 'w-2.hs.ml.svc.cluster.local'],
+    ]);
+    const recorded = seatStateOf(old, m.members);
+    expect(recorded.nodeIDs).toEqual({ 'w-0': 1, 'w-1': 2, 'w-2': 3 });
+    expect(recorded.seatHolders['w-2']).toEqual({ role: 'worker', fqdn: 'w-2.hs.ml.svc.cluster.local' });
+    // Back, it gets its own id again.
+    const after: KDCluster = { ...old, status: { ...recorded } };
+    expect(membersOf(after, sparkApp, [...here, pod('w-2', 'spark', 'worker')]).map((x) => x.id)).toEqual([
+      '1',
+      '2',
+      '3',
+    ]);
+  });
+});
+
 describe('isMemberOf / isPodReady', () => {
   it('needs both labels and no deletion', () => {
     expect(isMemberOf(pod('a', 'spark', 'worker'), 'spark')).toBe(true);
