@@ -1,5 +1,5 @@
 /**
- * The Argo CD health check in the chart README, run by Lua 5.4 (what Argo CD embeds: gopher-lua speaks
+ * The Argo CD health check in docs/operations.md, run by Lua 5.4 (what Argo CD embeds: gopher-lua speaks
  * 5.1, and the snippet keeps to what both have) against statuses that buildStatus produces: Healthy only
  * when Ready=True for the current generation, Degraded when Stalled, Progressing otherwise.
  */
@@ -12,7 +12,7 @@ import { buildStatus, type StatusInput } from '../src/cluster-status.js';
 import type { KDClusterStatus } from '../src/types.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const README = join(ROOT, 'charts', 'kd-connections', 'README.md');
+const README = join(ROOT, 'docs', 'operations.md');
 /** The ConfigMap users merge into argocd-cm; test/gitops/argocd.test.ts installs it in a real Argo CD. */
 const EXAMPLE = join(ROOT, 'examples', 'gitops', 'argocd', 'argocd-cm-kdcluster-health.yaml');
 
