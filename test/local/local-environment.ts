@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
 import { createCA, createServingCert } from '@kd-connections/certs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
@@ -219,13 +220,20 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
       for (const f of ['10-apps.yaml', '20-configmaps.yaml', '30-secrets.yaml', '40-clusters.yaml'])
         await kubectl(['-n', DEMO_NAMESPACE, 'apply', '-f', ex(f)]);
       const withNode = (await node) !== undefined;
-      const pods = await demoPods(kubectl);
+      const members = withNode ? memberWorkloads() : { objects: await demoPods(kubectl), pods: 0 };
+      const expected = withNode ? members.pods : members.objects.length;
       await kubectl(
         ['-n', DEMO_NAMESPACE, 'apply', '-f', '-'],
-        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: pods }),
+        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: members.objects }),
       );
       if (withNode) {
-        o.say(`Waiting for the ${pods.length} member pods to run and be Ready ...`);
+        o.say(`Waiting for the StatefulSets' ${expected} member pods to run and be Ready ...`);
+        await waitFor('every member pod created', 120_000, async () => {
+          const got = JSON.parse(await kubectl(['-n', DEMO_NAMESPACE, 'get', 'pods', '-o', 'json'])) as {
+            items: unknown[];
+          };
+          return got.items.length === expected;
+        });
         await kubectl(['-n', DEMO_NAMESPACE, 'wait', '--for=condition=Ready', '--all', 'pods', '--timeout=180s']);
       }
       o.say('Waiting for the reconciler to deliver configmeta to the member pods ...');
@@ -237,7 +245,7 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
             items: { metadata: { annotations?: Record<string, string> } }[];
           };
           return (
-            got.items.length === pods.length &&
+            got.items.length === expected &&
             got.items.every((p) => p.metadata.annotations?.['kubedirector.hpe.com/configmeta'])
           );
         },
@@ -303,7 +311,31 @@ const PRIVATE_PATH = `${CONFIGMETA_DIR}/${PRIVATE_CONFIGMETA_FILE}`;
 export const EXAMPLE_SECRET_VALUE = 'replace-me';
 
 /**
- * Member pods for every example cluster, one per seat (spec.roles[].members), named <cluster>-<role>-<i>
+ * The member workloads of examples/members/ (a StatefulSet per role, a headless Service per cluster) as a
+ * user applies them, run here on the host network (all traffic stays on this machine) with the locally
+ * imported busybox instead of the image a user would pull; and how many pods they make.
+ */
+function memberWorkloads(): { objects: object[]; pods: number } {
+  const text = readFileSync(join(repoRoot, 'examples', 'members', 'members.yaml'), 'utf8');
+  const objects = parseAllDocuments(text).map((d) => d.toJSON() as Record<string, any>);
+  let pods = 0;
+  for (const o of objects) {
+    if (o.kind !== 'StatefulSet') continue;
+    pods += o.spec.replicas;
+    const pod = o.spec.template.spec;
+    Object.assign(pod, { hostNetwork: true, terminationGracePeriodSeconds: 1 });
+    Object.assign(pod.containers[0], {
+      image: BUSYBOX_IMAGE,
+      imagePullPolicy: 'Never',
+      readinessProbe: { exec: { command: ['true'] }, periodSeconds: 2 },
+    });
+  }
+  return { objects, pods };
+}
+
+/**
+ * Without a node (no controller-manager to run StatefulSets): bare member pods, one per seat
+ * (spec.roles[].members), named <cluster>-<role>-<i>
  * (the ordinal is the seat, seats.ts): busybox
  * sleeping, on the host network (all traffic stays on this machine), from the locally imported image.
  */
