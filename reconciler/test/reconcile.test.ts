@@ -625,6 +625,13 @@ describe('seats: the first delivery waits for every member; a restarting member 
     expect(seated()).toMatchObject({ status: 'True', reason: 'Seated' });
   });
 
+  it('a cluster without a creation time (never from the API server) is not held: nothing to count the wait from', async () => {
+    delete api.clusters.get(`${NS}/a`)!.metadata.creationTimestamp;
+    const out = await reconcileCluster(`${NS}/a`, wait(5 * 60_000));
+    expect(out.requeueAfterMs).toBeUndefined();
+    expect(api.writes.sort()).toEqual(['pod a-0', 'pod a-1', 'status a']);
+  });
+
   it('once the wait is over, the pods there are get their documents and status keeps naming the seat', async () => {
     const out = await reconcileCluster(`${NS}/a`, wait(60_000));
     expect(out.requeueAfterMs).toBeUndefined();

@@ -167,7 +167,9 @@ export function firstDeliveryHold(o: Observation, waitMs: number | undefined): s
   if (waitMs === undefined || !s?.neverDelivered || s.vacant.length === 0) return undefined;
   const stamp = o.cluster.metadata.creationTimestamp;
   const created = stamp === undefined ? NaN : new Date(stamp).getTime();
-  const until = (Number.isFinite(created) ? created : Date.parse(o.now)) + waitMs;
+  // The API server always sets it; without it there is no bound to wait against, so no wait.
+  if (!Number.isFinite(created)) return undefined;
+  const until = created + waitMs;
   return until > Date.parse(o.now) ? new Date(until).toISOString() : undefined;
 }
 
