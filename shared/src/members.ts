@@ -4,7 +4,7 @@
  * StatefulSet ordinal below the role's `members` — plus the seat holders whose pods are away (restarting).
  */
 import { readNodeIdState, type NodeIdState } from './node-ids.js';
-import { ordinalOf, seat, type SeatHolder, type Seating } from './seats.js';
+import { ordinalOf, seat, withoutOrdinal, type SeatHolder, type Seating } from './seats.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from './types.js';
 
 export interface Member {
@@ -106,12 +106,11 @@ function legacyHolders(
   if (!status || status.seatHolders !== undefined) return undefined;
   const name = cluster.metadata.name ?? '';
   const here = pods.filter((p) => isMemberOf(p, name));
-  const set = (pod: string) => pod.replace(/-(0|[1-9]\d*)$/, '');
   const out: Record<string, SeatHolder> = {};
   for (const pod of Object.keys(readNodeIdState(status).nodeIDs)) {
     if (ordinalOf(pod) === undefined || here.some((p) => p.metadata.name === pod)) continue;
     const sibling = here.find(
-      (p) => ordinalOf(p.metadata.name ?? '') !== undefined && set(p.metadata.name!) === set(pod),
+      (p) => ordinalOf(p.metadata.name ?? '') !== undefined && withoutOrdinal(p.metadata.name!) === withoutOrdinal(pod),
     );
     if (sibling) out[pod] = { role: sibling.metadata.labels![LABEL_ROLE]!, fqdn: `${pod}.${domainOf(sibling)}` };
   }

@@ -53,8 +53,6 @@ export interface Seating {
   vacant: { role: string; seat: number }[];
   /** No member was ever given an id: the cluster has not had its first delivery. */
   neverDelivered: boolean;
-  /** Node ids after this seating (status.lastNodeID, status.nodeIDs). */
-  lastNodeID: number;
 }
 
 const ORDINAL = /-(0|[1-9]\d*)$/;
@@ -63,6 +61,11 @@ const ORDINAL = /-(0|[1-9]\d*)$/;
 export function ordinalOf(pod: string): number | undefined {
   const m = ORDINAL.exec(pod);
   return m ? Number(m[1]) : undefined;
+}
+
+/** The name a pod has without its ordinal: its StatefulSet's, for a StatefulSet's pod. */
+export function withoutOrdinal(pod: string): string {
+  return pod.replace(ORDINAL, '');
 }
 
 /** The lowest count a KubeDirector cardinality allows ("3" → 3, "1+" → 1); undefined when it is not one. */
@@ -105,7 +108,7 @@ export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[]
   const holders = readSeatHolders(cluster.status);
   const ids = readNodeIdState(cluster.status);
   const ignored: IgnoredPod[] = [];
-  const taken = new Map<string, { pod: string; present?: PodLike }>();
+  const taken = new Map<string, { role: string; seat: number; pod: string; present?: PodLike }>();
   const key = (role: string, seat: number) => `${role}\u0000${seat}`;
 
   const labelled = pods
@@ -129,7 +132,6 @@ export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[]
   for (const l of candidates) {
     const k = ordinalOf(l.podName);
     const seats = counts.get(l.role);
-    const isPresent = l.pod !== undefined;
     const why =
       seats === undefined
         ? `role "${l.role}" is not one of the cluster's roles (${[...counts.keys()].join(', ') || 'none'})`
@@ -142,16 +144,12 @@ export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[]
               : undefined;
     // An away holder without a seat any more (the role shrank) is simply released, not reported.
     if (why) {
-      if (isPresent) ignored.push({ pod: l.podName, role: l.role, why });
-    } else taken.set(key(l.role, k!), { pod: l.podName, ...(l.pod ? { present: l.pod } : {}) });
+      if (l.pod) ignored.push({ pod: l.podName, role: l.role, why });
+    } else taken.set(key(l.role, k!), { role: l.role, seat: k!, pod: l.podName, ...(l.pod ? { present: l.pod } : {}) });
   }
 
   const roleIndex = new Map([...counts.keys()].map((r, i) => [r, i] as const));
-  const seated = [...taken].map(([k, t]) => {
-    const [role, seatText] = k.split('\u0000') as [string, string];
-    return { role, seat: Number(seatText), ...t };
-  });
-  seated.sort((a, b) => roleIndex.get(a.role)! - roleIndex.get(b.role)! || a.seat - b.seat);
+  const seated = [...taken.values()].sort((a, b) => roleIndex.get(a.role)! - roleIndex.get(b.role)! || a.seat - b.seat);
   const next = assignNodeIds(
     ids,
     seated.map((s) => s.pod),
@@ -173,7 +171,6 @@ export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[]
     ignored: ignored.sort((a, b) => cmp(a.pod, b.pod)),
     vacant,
     neverDelivered: ids.lastNodeID === 0,
-    lastNodeID: next.lastNodeID,
   };
 }
 
