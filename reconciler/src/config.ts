@@ -119,7 +119,7 @@ export const RECONCILER_FLAGS = {
     env: 'KD_RECONCILER_RECONNECT_HOOK',
     formerly: { env: ['KD_RECONNECT_HOOK'] },
     default: false,
-    help: "run the app's startscript --reconnect (KubeDirector's hook) in a member once its file holds a new generator; needs pods/exec",
+    help: "run the app's startscript (KubeDirector's hooks) in a member: --reconnect once its file holds a new generator, --addnodes/--delnodes once it lists a membership change; needs pods/exec",
   },
   'reconnect-timeout': {
     type: 'duration',

@@ -271,7 +271,7 @@ export class Controller {
       readCluster: (ns, name) =>
         term.client.getIfExists<KDCluster>(`/apis/${API_VERSION}/namespaces/${ns}/${KDCLUSTER_PLURAL}/${name}`),
       events: { record },
-      onHook: (result) => this.metrics.reconnectHooks.inc({ result }),
+      onHook: (result, hook) => this.metrics.reconnectHooks.inc({ result, hook }),
       log: this.log,
     });
     if (next.requeueAfterMs !== undefined) return { requeueAfterMs: next.requeueAfterMs };

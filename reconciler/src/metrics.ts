@@ -74,8 +74,8 @@ export class ReconcilerMetrics {
   });
   readonly reconnectHooks = new Counter({
     name: 'kd_reconciler_reconnect_hooks_total',
-    help: 'Reconnect hook runs (startscript --reconnect) by result: ok, failed (non-zero exit), timeout (abandoned at --reconnect-timeout), error (exec failed)',
-    labelNames: ['result'] as const,
+    help: 'startscript runs by hook (reconnect, addnodes, delnodes) and result: ok, failed (non-zero exit), timeout (abandoned at --reconnect-timeout), error (exec failed)',
+    labelNames: ['result', 'hook'] as const,
     registers: [this.registry],
   });
   readonly heapReleases = new Counter({

@@ -37,6 +37,21 @@ import {
   type EventInput,
   type FileRead,
   type HookOutcome,
+  type KDApp,
+  journalRoster,
+  notifyCommand,
+  notifyCondition,
+  notifyEvents,
+  planNotifications,
+  recordNotifyResults,
+  rosterOf,
+  subscribedEvents,
+  trimJournal,
+  type NotifyResult,
+  type NotifyRun,
+  type RosterJournal,
+  RECONNECT_STARTSCRIPT,
+  READ_FILES_COMMAND,
   type HookResult,
   type KDCluster,
   type Logger,
@@ -211,6 +226,7 @@ export class LimitedPodExec implements PodExec {
 const READ_TIMEOUT_MS = 10_000;
 
 export type HookMetric = 'ok' | 'failed' | 'timeout' | 'error';
+export type HookName = 'reconnect' | 'addnodes' | 'delnodes';
 
 export interface ReconnectDeps {
   exec: PodExec;
@@ -225,7 +241,7 @@ export interface ReconnectDeps {
   /** A live read of the cluster (undefined: gone), to record the hooks' results after a conflict. */
   readCluster(namespace: string, name: string): Promise<KDCluster | undefined>;
   events: { record(e: EventInput): void };
-  onHook?: (result: HookMetric) => void;
+  onHook?: (result: HookMetric, hook: HookName) => void;
   log: Logger;
   now?: () => Date;
 }
@@ -246,16 +262,16 @@ function execGuarded(d: ReconnectDeps, ...args: Parameters<PodExec['run']>): Pro
   return d.exec.run(...args);
 }
 
-async function readGenerator(d: ReconnectDeps, namespace: string, pod: string): Promise<FileRead> {
+async function readFiles(d: ReconnectDeps, namespace: string, pod: string): Promise<FileRead> {
   const file = `${GUESTCONFIG_DIR}/${GENERATOR_FILE}`;
-  const r = await execGuarded(d, namespace, pod, GUESTCONFIG_SIDECAR, ['cat', file], {
+  const r = await execGuarded(d, namespace, pod, GUESTCONFIG_SIDECAR, READ_FILES_COMMAND, {
     timeoutMs: Math.min(READ_TIMEOUT_MS, d.timeoutMs),
     signal: d.signal,
   });
   if (r.exitCode === 0) {
-    const text = r.stdout.trim();
+    const [text = '', roster = ''] = r.stdout.split('\n').map((l) => l.trim());
     const n = Number(text);
-    if (/^\d+$/.test(text) && Number.isSafeInteger(n)) return { generator: n };
+    if (/^\d+$/.test(text) && Number.isSafeInteger(n)) return { generator: n, ...(roster === '-' ? {} : { roster }) };
     return { error: `${file} holds ${JSON.stringify(text.slice(0, 40))}, not a generator` };
   }
   if (r.timedOutMs !== undefined) return { error: `reading ${file} took over ${r.timedOutMs} ms` };
@@ -276,26 +292,33 @@ async function connectedSecretValues(cluster: KDCluster, world: World): Promise<
   return values;
 }
 
-async function runHook(d: ReconnectDeps, namespace: string, pod: string, secrets: string[]): Promise<HookOutcome> {
-  const r = await execGuarded(d, namespace, pod, RECONNECT_CONTAINER, RECONNECT_COMMAND, {
+async function runHook(
+  d: ReconnectDeps,
+  namespace: string,
+  pod: string,
+  hook: HookName,
+  command: string[],
+  secrets: string[],
+): Promise<HookOutcome> {
+  const r = await execGuarded(d, namespace, pod, RECONNECT_CONTAINER, command, {
     timeoutMs: d.timeoutMs,
     signal: d.signal,
   });
   const stderrTail = hookOutputExcerpt(r.stderr, secrets, HOOK_LOG_CHARS);
   const tail = stderrTail ? { stderrTail } : {};
   if (r.exitCode === 0) {
-    d.onHook?.('ok');
+    d.onHook?.('ok', hook);
     return { ok: true };
   }
   if (r.timedOutMs !== undefined) {
-    d.onHook?.('timeout');
+    d.onHook?.('timeout', hook);
     return { ok: false, timedOutMs: r.timedOutMs, ...tail };
   }
   if (r.exitCode !== undefined) {
-    d.onHook?.('failed');
+    d.onHook?.('failed', hook);
     return { ok: false, exitCode: r.exitCode, ...tail };
   }
-  d.onHook?.('error');
+  d.onHook?.('error', hook);
   return { ok: false, error: r.error ?? 'exec failed', ...tail };
 }
 
@@ -308,17 +331,20 @@ const RECORD_ATTEMPTS = 3;
  * record onto it — a requeue would run the hooks a second time. Only after RECORD_ATTEMPTS is the
  * record lost (the next pass then runs them again).
  */
-async function writeRecord(cluster: KDCluster, record: MemberReconnects, now: Date, d: ReconnectDeps): Promise<void> {
+async function writeRecord(
+  cluster: KDCluster,
+  record: MemberReconnects,
+  journal: RosterJournal | undefined,
+  now: Date,
+  d: ReconnectDeps,
+): Promise<void> {
   const namespace = cluster.metadata.namespace ?? '';
   const name = cluster.metadata.name ?? '';
   let current = cluster;
   for (let attempt = 1; ; attempt++) {
-    const ops = reconnectStatusPatch(
-      current,
-      record,
-      reconnectCondition(record, current.metadata.generation),
-      now.toISOString(),
-    );
+    const generation = current.metadata.generation;
+    const conditions = [reconnectCondition(record, generation), notifyCondition(record, generation)];
+    const ops = reconnectStatusPatch(current, record, conditions, now.toISOString(), journal);
     if (ops.length === 0) return;
     try {
       await d.patchClusterStatus(namespace, name, ops);
@@ -334,8 +360,58 @@ async function writeRecord(cluster: KDCluster, record: MemberReconnects, now: Da
 }
 
 /**
- * One reconnect pass over `cluster` (the newest copy this reconcile holds). Returns when to look again:
- * a file not swapped yet, or a failed hook's backoff. A refused status write throws (the queue retries).
+ * The membership journal as of the roster the last delivery recorded (status.seatHolders); undefined
+ * before any delivery recorded one.
+ */
+function journalOf(cluster: KDCluster, app: KDApp): RosterJournal | undefined {
+  const holders = cluster.status?.seatHolders;
+  if (!holders) return cluster.status?.rosterChanges;
+  const order = (app.spec.roles ?? []).map((r) => r.id);
+  return journalRoster(cluster.status?.rosterChanges, rosterOf(Object.values(holders)), order);
+}
+
+/**
+ * One member's hooks, in order: the membership changes it has not heard of (each once, the first failure
+ * ends its turn), then --reconnect for the generator its file holds.
+ */
+async function memberHooks(
+  d: ReconnectDeps,
+  namespace: string,
+  pod: string,
+  notify: NotifyRun | undefined,
+  reconnect: { generator: number } | undefined,
+  secrets: string[],
+): Promise<{ notified?: NotifyResult; reconnected?: HookResult }> {
+  const out: { notified?: NotifyResult; reconnected?: HookResult } = {};
+  if (notify) {
+    const ran: NotifyResult['ran'] = [];
+    for (const change of notify.changes) {
+      const outcome = await runHook(
+        d,
+        namespace,
+        pod,
+        change.op,
+        notifyCommand(RECONNECT_STARTSCRIPT, change),
+        secrets,
+      );
+      ran.push({ change, outcome });
+      if (!outcome.ok) break;
+    }
+    out.notified = { pod, through: notify.through, ran };
+    if (ran.some((r) => !r.outcome.ok)) return out;
+  }
+  if (reconnect) {
+    const outcome = await runHook(d, namespace, pod, 'reconnect', RECONNECT_COMMAND, secrets);
+    out.reconnected = { pod, generator: reconnect.generator, outcome };
+  }
+  return out;
+}
+
+/**
+ * One pass over `cluster` (the newest copy this reconcile holds): KubeDirector's --addnodes/--delnodes for
+ * membership changes and --reconnect for connection changes, each once per change per member, once its
+ * file holds the document with the change. Returns when to look again: a file not swapped yet, or a failed
+ * hook's backoff. A refused status write throws (the queue retries).
  */
 export async function reconnectPass(cluster: KDCluster, d: ReconnectDeps): Promise<{ requeueAfterMs?: number }> {
   const namespace = cluster.metadata.namespace ?? '';
@@ -344,34 +420,70 @@ export async function reconnectPass(cluster: KDCluster, d: ReconnectDeps): Promi
   // Without the app the roles with a config package are unknown: keep the recorded state as it is.
   if (!own) return {};
   const now = (d.now ?? (() => new Date()))();
-  const members = reconnectMembersOf(name, await d.world.podsOf(namespace, name));
-  const reads = planReconnectReads(members, cluster.status?.memberReconnects, rolesWithConfigPackage(own.app), now);
+  const members = reconnectMembersOf(name, await d.world.podsOf(namespace, name), cluster.status?.seatHolders);
+  const journal = journalOf(cluster, own.app);
+  const reads = planReconnectReads(
+    members,
+    cluster.status?.memberReconnects,
+    rolesWithConfigPackage(own.app),
+    now,
+    journal,
+  );
   const files: Record<string, FileRead> = {};
   await mapLimit(reads.read, d.concurrency, async (pod) => {
-    files[pod] = await readGenerator(d, namespace, pod);
+    files[pod] = await readFiles(d, namespace, pod);
   });
   const runs = planReconnectRuns(reads.record, files);
+  const readable = Object.fromEntries(
+    Object.entries(files).flatMap(([pod, f]) => ('error' in f ? [] : [[pod, f] as const])),
+  );
+  const notes = planNotifications(reads.record, readable, journal, reads.roles, subscribedEvents(own.app));
   const log = d.log.child({ cluster: `${namespace}/${name}` });
   for (const [pod, why] of Object.entries(runs.unreadable))
     log.info('reconnect: cannot read the member generator file; not running its hook', { pod, why });
-  const secrets = runs.run.length > 0 ? await connectedSecretValues(cluster, d.world) : [];
-  const results: HookResult[] = await mapLimit(runs.run, d.concurrency, async ({ pod, generator }) => ({
-    pod,
-    generator,
-    outcome: await runHook(d, namespace, pod, secrets),
-  }));
-  const record = recordReconnectResults(reads.record, results, now);
-  for (const e of reconnectEvents(cluster, members, results, record)) d.events.record(e);
-  for (const r of results) {
-    const stderr = r.outcome.ok ? undefined : r.outcome.stderrTail;
-    log[r.outcome.ok ? 'info' : 'warn']('reconnect hook ran', {
-      pod: r.pod,
-      generator: r.generator,
-      ok: r.outcome.ok,
-      ...(stderr ? { stderr } : {}),
-    });
+  let record = reads.record;
+  for (const pod of notes.noRosterFile) {
+    log.warn(
+      'membership change not announced: the pod was injected before kd-guestconfig wrote its roster file; recreate it to get --addnodes/--delnodes',
+      { pod },
+    );
+    record = { ...record, [pod]: { ...record[pod]!, rosterSeq: journal!.seq } };
   }
-  await writeRecord(cluster, record, now, d);
-  const next = nextReconnectCheckMs(members, record, new Set(Object.keys(runs.unreadable)), now);
+  for (const n of notes.run)
+    if (n.missed > 0)
+      log.warn('membership changes dropped from the journal before this member heard of them', {
+        pod: n.pod,
+        missed: n.missed,
+      });
+  const notifyOf = new Map(notes.run.map((n) => [n.pod, n]));
+  const reconnectOf = new Map(runs.run.map((r) => [r.pod, r]));
+  const pods = [...new Set([...notifyOf.keys(), ...reconnectOf.keys()])].sort();
+  const hooked = pods.some((p) => reconnectOf.has(p) || (notifyOf.get(p)?.changes.length ?? 0) > 0);
+  const secrets = hooked ? await connectedSecretValues(cluster, d.world) : [];
+  const done = await mapLimit(pods, d.concurrency, (pod) =>
+    memberHooks(d, namespace, pod, notifyOf.get(pod), reconnectOf.get(pod), secrets),
+  );
+  const notified = done.flatMap((r) => (r.notified ? [r.notified] : []));
+  const results = done.flatMap((r) => (r.reconnected ? [r.reconnected] : []));
+  record = recordReconnectResults(recordNotifyResults(record, notified, now), results, now);
+  for (const e of reconnectEvents(cluster, members, results, record)) d.events.record(e);
+  const uidOf = new Map(members.map((m) => [m.pod, m.uid]));
+  const stderr = (o: HookOutcome) =>
+    !o.ok && o.stderrTail
+      ? `; end of stderr (connected Secret values masked; the last ${HOOK_LOG_CHARS} characters are in the reconciler's log line "membership hook ran"): ${hookOutputExcerpt(o.stderrTail, [])}`
+      : '';
+  const describe = { startscript: RECONNECT_STARTSCRIPT, container: RECONNECT_CONTAINER, stderr };
+  for (const e of notifyEvents(cluster, (p) => uidOf.get(p), notified, record, describe)) d.events.record(e);
+  for (const r of results) logHook(log, 'reconnect hook ran', r.pod, r.outcome, { generator: r.generator });
+  for (const n of notified)
+    for (const { change, outcome } of n.ran)
+      logHook(log, 'membership hook ran', n.pod, outcome, { op: change.op, role: change.role, change: change.seq });
+  await writeRecord(cluster, record, journal && trimJournal(journal, record), now, d);
+  const next = nextReconnectCheckMs(members, record, new Set(Object.keys(runs.unreadable)), now, journal);
   return next === undefined ? {} : { requeueAfterMs: next };
+}
+
+function logHook(log: Logger, msg: string, pod: string, outcome: HookOutcome, fields: Record<string, unknown>): void {
+  const stderr = outcome.ok ? undefined : outcome.stderrTail;
+  log[outcome.ok ? 'info' : 'warn'](msg, { pod, ...fields, ok: outcome.ok, ...(stderr ? { stderr } : {}) });
 }

@@ -5,7 +5,12 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
+  ANNOTATION_CONFIGMETA_ROSTER,
+  FILE_RECHECK_MS,
+  READ_FILES_COMMAND,
   GUESTCONFIG_SIDECAR,
+  rosterDigest,
+  rosterOf,
   KubeApiError,
   RECONNECT_BACKOFF_BASE_MS,
   RECONNECT_COMMAND,
@@ -77,7 +82,7 @@ function setup(hook: ExecResult, opts: { abortOn?: 'start' | 'read'; conflicts?:
       return structuredClone(c);
     },
     events: { record: (e) => events.push(e) },
-    onHook: (r) => hooks.push(r),
+    onHook: (r, hook) => hooks.push(`${r} ${hook}`),
     log: silentLogger,
     now: () => NOW,
   };
@@ -89,14 +94,14 @@ describe('reconnectPass', () => {
     const s = setup({ exitCode: 0, stdout: '', stderr: '' });
     expect(await reconnectPass(s.c, s.deps)).toEqual({});
     expect(s.calls).toEqual([
-      `${POD}/kd-guestconfig: cat /etc/guestconfig/.configmeta-generator`,
+      `${POD}/kd-guestconfig: ${READ_FILES_COMMAND.join(' ')}`,
       `${POD}/app: ${RECONNECT_COMMAND.join(' ')}`,
     ]);
     const add = s.patches[0]!.find((o) => o.op === 'add' && o.path === '/status/memberReconnects');
     expect(add).toMatchObject({ value: { [POD]: { generator: 4 } } });
     expect(s.patches[0]![0]).toMatchObject({ op: 'test', path: '/metadata/uid' });
     expect(s.events.map((e) => [e.type, e.reason, e.regarding.name])).toEqual([['Normal', 'Reconnected', POD]]);
-    expect(s.hooks).toEqual(['ok']);
+    expect(s.hooks).toEqual(['ok reconnect']);
   });
 
   it('a failure is recorded, reported, and comes back through the queue after the backoff', async () => {
@@ -108,7 +113,7 @@ describe('reconnectPass', () => {
     expect(cond.value[0]).toMatchObject({ type: 'MembersReconnected', status: 'False', reason: 'ReconnectFailed' });
     expect(s.events[0]).toMatchObject({ type: 'Warning', reason: 'ReconnectFailed', regarding: { name: POD } });
     expect(s.events[0]!.note).toContain('no route to broker');
-    expect(s.hooks).toEqual(['failed']);
+    expect(s.hooks).toEqual(['failed reconnect']);
   });
 
   it('execs nothing once leadership has ended, and stops before the hook when it ends mid-pass', async () => {
@@ -119,7 +124,7 @@ describe('reconnectPass', () => {
 
     const during = setup({ exitCode: 0, stdout: '', stderr: '' }, { abortOn: 'read' });
     await expect(reconnectPass(during.c, during.deps)).rejects.toMatchObject({ name: 'AbortError' });
-    expect(during.calls).toEqual([`${POD}/kd-guestconfig: cat /etc/guestconfig/.configmeta-generator`]);
+    expect(during.calls).toEqual([`${POD}/kd-guestconfig: ${READ_FILES_COMMAND.join(' ')}`]);
     expect(during.patches).toEqual([]);
     expect(during.events).toEqual([]);
   });
@@ -166,6 +171,146 @@ describe('reconnectPass', () => {
     const always = setup({ exitCode: 0, stdout: '', stderr: '' }, { conflicts: 99 });
     await expect(reconnectPass(always.c, always.deps)).rejects.toBeInstanceOf(RetryableError);
     expect(always.patches).toHaveLength(3);
+  });
+});
+
+describe('reconnectPass: --addnodes/--delnodes', () => {
+  const fqdn = (i: number) => `c-controller-${i}.c.ns.svc.cluster.local`;
+  const SECOND = 'c-controller-1';
+
+  /** c-controller-0 was set up with itself alone; the last delivery recorded c-controller-1 beside it. */
+  function grown(
+    sidecarRoster: string | undefined,
+    hook: ExecResult = { exitCode: 0, stdout: '', stderr: '' },
+    delivered = 4,
+  ) {
+    const two = rosterOf([0, 1].map((i) => ({ role: 'controller', fqdn: fqdn(i) })));
+    const annotations = {
+      [ANNOTATION_CONFIGMETA_GENERATOR]: String(delivered),
+      [ANNOTATION_CONFIGMETA_ROSTER]: rosterDigest(two),
+    };
+    const first = pod(POD, 'c', 'controller', { annotations });
+    const world = new MemoryWorld({
+      apps: [app('a', { defaultConfigPackage: { packageURL: 'x' }, roles: [{ id: 'controller' }] })],
+      pods: [first, pod(SECOND, 'c', 'controller', { annotations })],
+    });
+    const c: KDCluster = cluster('c', 'a', {
+      generator: 4,
+      status: {
+        seatHolders: { [POD]: { role: 'controller', fqdn: fqdn(0) }, [SECOND]: { role: 'controller', fqdn: fqdn(1) } },
+        rosterChanges: { seq: 0, roster: { controller: [fqdn(0)] }, changes: [] },
+        memberReconnects: { [POD]: { uid: first.metadata.uid!, generator: 4, rosterSeq: 0 } },
+        conditions: [],
+      },
+    });
+    const calls: string[] = [];
+    const patches: PatchOp[][] = [];
+    const events: EventInput[] = [];
+    const hooks: string[] = [];
+    const deps: ReconnectDeps = {
+      exec: {
+        run: async (_ns, p, container, command) => {
+          calls.push(`${p}/${container}: ${command.join(' ')}`);
+          if (container !== GUESTCONFIG_SIDECAR) return hook;
+          return { exitCode: 0, stdout: `${delivered}\n${sidecarRoster ?? '-'}`, stderr: '' };
+        },
+      },
+      world,
+      systemNamespace: 'kd-system',
+      timeoutMs: 5000,
+      concurrency: 2,
+      signal: new AbortController().signal,
+      check: () => {},
+      patchClusterStatus: async (_ns, _n, ops) => {
+        patches.push(ops);
+        return c;
+      },
+      readCluster: async () => structuredClone(c),
+      events: { record: (e) => events.push(e) },
+      onHook: (r, h) => hooks.push(`${r} ${h}`),
+      log: silentLogger,
+      now: () => NOW,
+    };
+    const added = (path: string) =>
+      (patches[0]?.find((o) => o.op === 'add' && o.path === path) as { value: any } | undefined)?.value;
+    return { c, deps, calls, events, hooks, added, digest: rosterDigest(two) };
+  }
+
+  it('runs KubeDirector’s --addnodes once the file lists the new member; records it and the journal', async () => {
+    const s = grown(undefined);
+    const current = grown(s.digest);
+    expect(await reconnectPass(current.c, current.deps)).toEqual({});
+    expect(current.calls.filter((c) => c.includes('/app:'))).toEqual([
+      `${POD}/app: sh -c /opt/guestconfig/*/startscript "$@" startscript --addnodes --nodegroup 1 --role controller --fqdns ${fqdn(1)}`,
+    ]);
+    expect(current.hooks).toEqual(['ok addnodes']);
+    expect(current.added('/status/memberReconnects')[POD]).toEqual({
+      uid: expect.any(String),
+      generator: 4,
+      rosterSeq: 1,
+    });
+    // The second member's first document listed both: its baseline is the change it came with.
+    expect(current.added('/status/memberReconnects')[SECOND]).toMatchObject({ rosterSeq: 1 });
+    // Everyone has heard of change 1: the journal keeps the roster, not the change.
+    expect(current.added('/status/rosterChanges')).toEqual({
+      seq: 1,
+      roster: { controller: [fqdn(0), fqdn(1)] },
+      changes: [],
+    });
+    expect(current.events.map((e) => [e.type, e.reason, e.action, e.regarding.name])).toEqual([
+      ['Normal', 'Notified', 'AddNodes', POD],
+    ]);
+    const conditions = current.added('/status/conditions') as { type: string; status: string }[];
+    expect(conditions.map((c) => [c.type, c.status])).toEqual([
+      ['MembersReconnected', 'True'],
+      ['MembersNotified', 'True'],
+    ]);
+  });
+
+  it('a membership change and a new generator for one member: --addnodes, then --reconnect, both recorded', async () => {
+    const both = grown(grown(undefined).digest, undefined, 5);
+    expect(await reconnectPass(both.c, both.deps)).toEqual({});
+    expect(both.calls.filter((c) => c.includes('/app:')).map((c) => c.split(' ').at(-1))).toEqual([
+      fqdn(1),
+      '--reconnect',
+    ]);
+    expect(both.hooks).toEqual(['ok addnodes', 'ok reconnect']);
+    expect(both.added('/status/memberReconnects')[POD]).toEqual({
+      uid: expect.any(String),
+      generator: 5,
+      rosterSeq: 1,
+    });
+  });
+
+  it('waits while the file lists the older roster: nothing runs, the change stays in the journal, a look again soon', async () => {
+    const s = grown(rosterDigest({ controller: [fqdn(0)] }));
+    expect(await reconnectPass(s.c, s.deps)).toEqual({ requeueAfterMs: FILE_RECHECK_MS });
+    expect(s.calls.filter((c) => c.includes('/app:'))).toEqual([]);
+    expect(s.added('/status/memberReconnects')[POD]).toMatchObject({ rosterSeq: 0 });
+    expect(s.added('/status/rosterChanges').changes).toEqual([
+      { seq: 1, op: 'addnodes', role: 'controller', fqdns: [fqdn(1)] },
+    ]);
+  });
+
+  it('a failing notification is reported by exit code and retried after the backoff', async () => {
+    const s = grown(undefined);
+    const failing = grown(s.digest, { exitCode: 5, stdout: '', stderr: 'peer unknown\n' });
+    expect(await reconnectPass(failing.c, failing.deps)).toEqual({ requeueAfterMs: RECONNECT_BACKOFF_BASE_MS });
+    expect(failing.added('/status/memberReconnects')[POD]).toMatchObject({
+      rosterSeq: 0,
+      changeFailure: { seq: 1, failures: 1, message: '--addnodes for role controller: exit code 5' },
+    });
+    expect(failing.events[0]).toMatchObject({ type: 'Warning', reason: 'NotifyFailed', regarding: { name: POD } });
+    expect(failing.events[0]!.note).toContain('exit code 5');
+    expect(failing.events[0]!.note).toContain('peer unknown');
+    expect(failing.hooks).toEqual(['failed addnodes']);
+  });
+
+  it('a sidecar injected before the roster file: nothing runs, the member is moved on and not read again', async () => {
+    const s = grown(undefined);
+    expect(await reconnectPass(s.c, s.deps)).toEqual({});
+    expect(s.calls.filter((c) => c.includes('/app:'))).toEqual([]);
+    expect(s.added('/status/memberReconnects')[POD]).toMatchObject({ rosterSeq: 1 });
   });
 });
 

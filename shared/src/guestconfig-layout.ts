@@ -79,6 +79,16 @@ export const GUESTCONFIG_SUBPATH = 'guestconfig';
 export const ANNOTATION_CONFIGMETA_SPLICE = 'kd-connections.hpe.com/configmeta-splice';
 /** Item of the `kd-configmeta` volume holding the splice annotation. */
 export const SOURCE_SPLICE_ITEM = 'splice';
+/**
+ * Public pod annotation: a digest of the roster (role → member DNS names) the pod's document lists
+ * (roster-changes.ts). The sidecar copies it to ROSTER_FILE once that document is in place, so the
+ * reconciler can tell that a member's file already lists a membership change before announcing it.
+ */
+export const ANNOTATION_CONFIGMETA_ROSTER = 'kd-connections.hpe.com/configmeta-roster';
+/** Item of the `kd-configmeta` volume holding the roster annotation. */
+export const SOURCE_ROSTER_ITEM = 'roster';
+/** In the emptyDir's root (the sidecar's only; the app does not see it), beside the root copy of GENERATOR_FILE. */
+export const ROSTER_FILE = '.configmeta-roster';
 /** Key of the private Secret holding the version its sections belong to. */
 export const PRIVATE_SECRET_KEY_VERSION = 'version';
 /** Top-level sections of the document the private Secret may replace, each as the key `<section>.json`. */

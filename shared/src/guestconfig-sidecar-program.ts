@@ -22,7 +22,8 @@
  *    by subPath), which it creates 0755 with its own owner before anything else of the pod starts; it
  *    never writes through a symlink nor over a file it did not write (another owner) and logs each;
  *  - the generator is also written to the emptyDir's root, where the reconnect hook reads it with
- *    `kubectl exec` in this container.
+ *    `kubectl exec` in this container; beside it, ROSTER_FILE holds the roster digest of the document in
+ *    place (plan-roster-changes.ts), written just before that generator copy.
  * Every write goes to a temporary file in the same directory and is renamed over the target, so a reader
  * sees the old or the new file, never a partial one. A readlink of each volume every round would start
  * processes all the time; instead each round compares the link with the directory last handled
@@ -43,6 +44,8 @@ import {
   SIDECAR_PRIVATE_DIR,
   SIDECAR_SOURCE_DIR,
   SOURCE_GENERATOR_ITEM,
+  SOURCE_ROSTER_ITEM,
+  ROSTER_FILE,
   TOOLS_DIR,
 } from './guestconfig-layout.js';
 
@@ -193,6 +196,7 @@ while :; do
     doc="$src/$d/${CONFIGMETA_FILE}"
     gen="$src/$d/${SOURCE_GENERATOR_ITEM}"
     spl="$src/$d/${SOURCE_SPLICE_ITEM}"
+    ros="$src/$d/${SOURCE_ROSTER_ITEM}"
     last=$d
     waiting=
     if [ -z "$d" ] || [ ! -s "$doc" ]; then
@@ -217,6 +221,8 @@ while :; do
         put ${CONFIGMETA_FILE} 0644 "$doc" &&
           log "delivered the document of $d; its generator waits for the private files of version $(cut -d' ' -f2 "$spl")"
       elif put ${CONFIGMETA_FILE} 0644 "$doc" && { [ ! -f "$gen" ] || put ${GENERATOR_FILE} 0644 "$gen"; }; then
+        # The roster digest before the generator: a reader that sees the new generator sees its roster.
+        [ ! -s "$ros" ] || cmp -s "$ros" "$root/${ROSTER_FILE}" || { cp "$ros" "$root/.r.kd-tmp" && chmod 0644 "$root/.r.kd-tmp" && mv -f "$root/.r.kd-tmp" "$root/${ROSTER_FILE}"; }
         [ ! -f "$gen" ] || cmp -s "$gen" "$root/${GENERATOR_FILE}" || { cp "$gen" "$root/.g.kd-tmp" && chmod 0644 "$root/.g.kd-tmp" && mv -f "$root/.g.kd-tmp" "$root/${GENERATOR_FILE}"; }
         # $d names the kubelet's update (..YYYY_MM_DD_hh_mm_ss.N, UTC): how long the swap took after it.
         log "delivered generator $(cat "$dir/${GENERATOR_FILE}" 2>/dev/null) from $d"

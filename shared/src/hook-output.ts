@@ -6,6 +6,20 @@
  * values of the Secrets the cluster connects.
  */
 
+/** How one hook run (startscript --reconnect, --addnodes, --delnodes) ended. */
+export type HookOutcome =
+  | { ok: true }
+  /** stderrTail: the end of the hook's stderr, already masked (hookOutputExcerpt). */
+  | { ok: false; exitCode?: number; timedOutMs?: number; error?: string; stderrTail?: string };
+
+/** The failure in words, for status and the conditions (no output: that goes to the event only). */
+export function describeFailure(o: HookOutcome): string {
+  if (o.ok) return 'succeeded';
+  if (o.timedOutMs !== undefined) return `no answer within ${o.timedOutMs} ms: abandoned`;
+  if (o.exitCode !== undefined) return `exit code ${o.exitCode}`;
+  return `exec failed: ${(o.error ?? 'unknown error').slice(0, HOOK_EXCERPT_CHARS)}`;
+}
+
 /** Characters of a hook's stderr an event carries, at most (its end: where a failure is usually said). */
 export const HOOK_EXCERPT_CHARS = 256;
 /** Characters of it the reconciler's own log line carries, masked the same way. */

@@ -35,6 +35,7 @@ export * from './connection-changes.js';
 export * from './plan-reconcile.js';
 export * from './hook-output.js';
 export * from './plan-reconnect.js';
+export * from './plan-roster-changes.js';
 export * from './logger.js';
 export * from './k8s/kube-client.js';
 export * from './k8s/kubeconfig.js';

@@ -36,7 +36,13 @@ import {
 } from './plan-private-secret.js';
 import { renderConnections, renderSplicedConfigMetaForMembers } from './render-configmeta.js';
 import { renderPrivateFiles, type PrivateFiles } from './render-private-configmeta.js';
-import { ANNOTATION_CONFIGMETA_SPLICE, SPLICE_SECTIONS, type SpliceSection } from './guestconfig-layout.js';
+import {
+  ANNOTATION_CONFIGMETA_ROSTER,
+  ANNOTATION_CONFIGMETA_SPLICE,
+  SPLICE_SECTIONS,
+  type SpliceSection,
+} from './guestconfig-layout.js';
+import { rosterDigest, rosterOf } from './plan-roster-changes.js';
 import type { ResolvedConnections } from './resolve-connections.js';
 import type { CachedPod } from './trim-object.js';
 import {
@@ -197,6 +203,8 @@ function planDelivery(
     version: priv?.version,
   });
   const byName = new Map(o.pods.map((p) => [p.metadata.name ?? '', p]));
+  // Every document lists the same roster; its digest tells the reconnect hook which one a member's file lists.
+  const roster = rosterDigest(rosterOf(o.members));
   const synced: string[] = [];
   const podWrites: PodWrite[] = [];
   const missingVolume: string[] = [];
@@ -213,12 +221,14 @@ function planDelivery(
       [ANNOTATION_CONFIGMETA_GENERATOR]: String(generator),
       [ANNOTATION_CONFIGMETA_SPLICE]: splice,
       [ANNOTATION_CONFIGMETA_HASH]: sha256Hex(splice ? `${text}\n${splice}` : text),
+      [ANNOTATION_CONFIGMETA_ROSTER]: roster,
     };
     const pod = byName.get(m.pod);
     const ann = pod?.metadata.annotations ?? {};
     if (
       ann[ANNOTATION_CONFIGMETA_HASH] === values[ANNOTATION_CONFIGMETA_HASH] &&
-      ann[ANNOTATION_CONFIGMETA_GENERATOR] === values[ANNOTATION_CONFIGMETA_GENERATOR]
+      ann[ANNOTATION_CONFIGMETA_GENERATOR] === values[ANNOTATION_CONFIGMETA_GENERATOR] &&
+      ann[ANNOTATION_CONFIGMETA_ROSTER] === roster
     ) {
       synced.push(m.pod);
       continue;

@@ -20,12 +20,21 @@
  * that is not Ready until a connection changes must still hear of that change (KubeDirector's "ready"
  * member state means configured, not the pod's Ready condition).
  */
-import { HOOK_LOG_CHARS, hookOutputExcerpt } from './hook-output.js';
+import { describeFailure, HOOK_LOG_CHARS, hookOutputExcerpt, type HookOutcome } from './hook-output.js';
 import { setCondition, type ConditionInput } from './cluster-status.js';
 import { clusterTarget } from './connection-changes.js';
 import type { EventInput, EventTarget } from './k8s/event-recorder.js';
 import { pointer, type PatchOp } from './json-patch.js';
 import { isMemberOf } from './members.js';
+import {
+  ANNOTATION_CONFIGMETA_ROSTER,
+  GENERATOR_FILE,
+  GUESTCONFIG_DIR,
+  ROSTER_FILE,
+  SIDECAR_SOURCE_DIR,
+  SOURCE_ROSTER_ITEM,
+} from './guestconfig-layout.js';
+import { changesPending, rosterDigest } from './plan-roster-changes.js';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   LABEL_ROLE,
@@ -34,12 +43,28 @@ import {
   type KDCluster,
   type MemberReconnect,
   type PodLike,
+  type RosterJournal,
 } from './types.js';
 
 /** KubeDirector's hook: the app's config package startscript, in the container named `app`. */
 export const RECONNECT_CONTAINER = 'app';
 export const RECONNECT_STARTSCRIPT = '/opt/guestconfig/*/startscript';
 export const RECONNECT_COMMAND = ['sh', '-c', `${RECONNECT_STARTSCRIPT} --reconnect`];
+/**
+ * Prints the generator file's line, then the roster digest beside it: empty while the document that
+ * carries one is not in place yet, `-` when the pod's projection has no roster item (a sidecar injected
+ * before there was one, which never writes the file).
+ */
+export const READ_FILES_COMMAND = [
+  'sh',
+  '-c',
+  'cat "$1" && echo && if [ -e "$2" ]; then cat "$2"; elif [ ! -e "$3" ]; then echo -; fi',
+  'read-files',
+  `${GUESTCONFIG_DIR}/${GENERATOR_FILE}`,
+  `${GUESTCONFIG_DIR}/${ROSTER_FILE}`,
+  `${SIDECAR_SOURCE_DIR}/${SOURCE_ROSTER_ITEM}`,
+];
+
 export const CONDITION_MEMBERS_RECONNECTED = 'MembersReconnected';
 export const REASON_RECONNECT_FAILED = 'ReconnectFailed';
 /** How soon a member whose file still holds an older generator is read again. */
@@ -52,7 +77,6 @@ export const RECONNECT_BACKOFF_MAX_MS = 5 * 60_000;
  * last the member is left alone — condition and event say so — until a newer generator reaches it.
  */
 export const RECONNECT_MAX_ATTEMPTS = 8;
-const TAIL_CHARS = 256;
 const LISTED_PODS = 10;
 
 export type MemberReconnects = Record<string, MemberReconnect>;
@@ -66,16 +90,15 @@ export interface ReconnectMember {
   running: boolean;
   /** The generator annotated on the pod (what it is being delivered); undefined before the first delivery. */
   delivered?: number;
+  /** The roster digest annotated on the pod (the roster its document lists), when there is one. */
+  roster?: string;
 }
 
-/** What reading the generator file gave: its generator, or why it could not be read. */
-export type FileRead = { generator: number } | { error: string };
-
-/** How one hook run ended. */
-export type HookOutcome =
-  | { ok: true }
-  /** stderrTail: the end of the hook's stderr, already masked (hook-output.ts). */
-  | { ok: false; exitCode?: number; timedOutMs?: number; error?: string; stderrTail?: string };
+/**
+ * What reading the member's files gave: the generator and roster digest the file in its container holds
+ * (no roster: its sidecar predates ROSTER_FILE), or why they could not be read.
+ */
+export type FileRead = { generator: number; roster?: string } | { error: string };
 
 export interface HookResult {
   pod: string;
@@ -97,12 +120,23 @@ export function rolesWithConfigPackage(app: KDApp): Set<string> {
   return roles;
 }
 
-/** The members of `clusterName` among `pods`, with what the reconnect planner reads of each. */
-export function reconnectMembersOf(clusterName: string, pods: PodLike[]): ReconnectMember[] {
+/**
+ * The members of `clusterName` among `pods`, with what the reconnect planner reads of each. With the seat
+ * holders the last delivery recorded, only pods holding a seat: a pod beyond the seats keeps the last
+ * document it had, but is no member to notify, and its entry is dropped (it starts afresh if it is seated
+ * again, so it never hears of its own leaving and joining).
+ */
+export function reconnectMembersOf(
+  clusterName: string,
+  pods: PodLike[],
+  seatHolders?: Readonly<Record<string, unknown>>,
+): ReconnectMember[] {
   return pods
     .filter((p) => isMemberOf(p, clusterName) && p.metadata.uid)
+    .filter((p) => !seatHolders || Object.hasOwn(seatHolders, p.metadata.name ?? ''))
     .map((p) => {
       const text = p.metadata.annotations?.[ANNOTATION_CONFIGMETA_GENERATOR];
+      const roster = p.metadata.annotations?.[ANNOTATION_CONFIGMETA_ROSTER];
       const n = text === undefined ? NaN : Number(text);
       return {
         pod: p.metadata.name ?? '',
@@ -110,46 +144,76 @@ export function reconnectMembersOf(clusterName: string, pods: PodLike[]): Reconn
         role: p.metadata.labels![LABEL_ROLE]!,
         running: p.status?.phase === 'Running',
         ...(Number.isSafeInteger(n) && n >= 0 ? { delivered: n } : {}),
+        ...(roster ? { roster } : {}),
       };
     });
 }
 
-/** Milliseconds until a failing member may be retried (0: now). */
+function backoffLeftMs(failures: number | undefined, last: string | undefined, now: Date): number {
+  if (!failures || !last) return 0;
+  const delay = Math.min(RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** (failures - 1));
+  return Math.max(0, Date.parse(last) + delay - now.getTime());
+}
+
+/** Milliseconds until a failing member may be retried (0: now): its reconnect's and its notification's backoff. */
 export function retryInMs(entry: MemberReconnect, now: Date): number {
-  if (!entry.failures || !entry.lastFailureTime) return 0;
-  const delay = Math.min(RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** (entry.failures - 1));
-  return Math.max(0, Date.parse(entry.lastFailureTime) + delay - now.getTime());
+  const change = entry.changeFailure && !entry.changeFailure.gaveUp ? entry.changeFailure : undefined;
+  return Math.max(
+    backoffLeftMs(entry.failures, entry.lastFailureTime, now),
+    backoffLeftMs(change?.failures, change?.lastFailureTime, now),
+  );
+}
+
+/** The member is due a look at its files: a newer generator, or membership changes its annotation lists. */
+function due(m: ReconnectMember, e: MemberReconnect, journal: RosterJournal | undefined): boolean {
+  const reconnect = m.delivered !== undefined && m.delivered > e.generator && !gaveUpOn(e, m.delivered);
+  const changes = changesPending(e, journal) && m.roster === rosterDigest(journal!.roster);
+  return reconnect || changes;
 }
 
 export interface ReadPlan {
   /** The recorded state before any hook: baselines added, entries of gone or replaced pods dropped. */
   record: MemberReconnects;
-  /** Members whose file must be read: running, delivered above the recorded generator, not backing off. */
+  /** Members whose file must be read: running, delivered something not announced yet, not backing off. */
   read: string[];
+  /** The role of each member read. */
+  roles: Record<string, string>;
 }
 
-/** Step 1: whose file to read. Only members of roles with a config package are tracked. */
+/**
+ * Step 1: whose files to read. Only members of roles with a config package are tracked. A member's
+ * membership baseline (rosterSeq) is the journal's current change once its annotation lists the
+ * journal's roster (a member first seen with another roster takes it when it does: a change in between
+ * goes unannounced to it — docs/app-authors.md says so).
+ */
 export function planReconnectReads(
   members: ReconnectMember[],
   recorded: MemberReconnects | undefined,
   hookRoles: ReadonlySet<string>,
   now: Date,
+  journal?: RosterJournal,
 ): ReadPlan {
   const record: MemberReconnects = {};
   const read: string[] = [];
+  const roles: Record<string, string> = {};
+  const current = journal && rosterDigest(journal.roster);
+  const baseline = (m: ReconnectMember) => (journal && m.roster === current ? { rosterSeq: journal.seq } : {});
   for (const m of members) {
     if (!hookRoles.has(m.role)) continue;
     const prev = recorded?.[m.pod];
     if (!prev || prev.uid !== m.uid) {
-      if (m.delivered !== undefined) record[m.pod] = { uid: m.uid, generator: m.delivered };
+      if (m.delivered !== undefined) record[m.pod] = { uid: m.uid, generator: m.delivered, ...baseline(m) };
       continue;
     }
-    record[m.pod] = prev;
-    if (!m.running || m.delivered === undefined || m.delivered <= prev.generator) continue;
-    if (gaveUpOn(prev, m.delivered)) continue;
-    if (retryInMs(prev, now) === 0) read.push(m.pod);
+    const e = prev.rosterSeq === undefined ? { ...prev, ...baseline(m) } : prev;
+    record[m.pod] = e;
+    if (!m.running || !due(m, e, journal)) continue;
+    if (retryInMs(e, now) === 0) {
+      read.push(m.pod);
+      roles[m.pod] = m.role;
+    }
   }
-  return { record, read: read.sort() };
+  return { record, read: read.sort(), roles };
 }
 
 export interface RunPlan {
@@ -169,7 +233,8 @@ export function planReconnectRuns(record: MemberReconnects, reads: Record<string
     const entry = record[pod];
     if (!entry) continue;
     if ('error' in r) plan.unreadable[pod] = r.error;
-    else if (r.generator > entry.generator) plan.run.push({ pod, generator: r.generator });
+    else if (r.generator > entry.generator && !gaveUpOn(entry, r.generator))
+      plan.run.push({ pod, generator: r.generator });
     else plan.waiting.push(pod);
   }
   return plan;
@@ -185,24 +250,17 @@ export function nextReconnectCheckMs(
   record: MemberReconnects,
   unreadable: ReadonlySet<string>,
   now: Date,
+  journal?: RosterJournal,
 ): number | undefined {
   let next: number | undefined;
   for (const m of members) {
     const e = record[m.pod];
     if (!e || e.uid !== m.uid || !m.running || unreadable.has(m.pod)) continue;
-    if (m.delivered === undefined || m.delivered <= e.generator || gaveUpOn(e, m.delivered)) continue;
+    if (!due(m, e, journal)) continue;
     const ms = retryInMs(e, now) || FILE_RECHECK_MS;
     next = Math.min(next ?? ms, ms);
   }
   return next;
-}
-
-/** The failure in words, for status and the condition (no output: that goes to the event only). */
-export function describeFailure(o: HookOutcome): string {
-  if (o.ok) return 'succeeded';
-  if (o.timedOutMs !== undefined) return `no answer within ${o.timedOutMs} ms: abandoned`;
-  if (o.exitCode !== undefined) return `exit code ${o.exitCode}`;
-  return `exec failed: ${(o.error ?? 'unknown error').slice(0, TAIL_CHARS)}`;
 }
 
 /** Step 3: the recorded state after the hooks ran. */
@@ -211,12 +269,14 @@ export function recordReconnectResults(record: MemberReconnects, results: HookRe
   for (const { pod, generator, outcome } of results) {
     const prev = next[pod];
     if (!prev) continue;
+    // The membership fields (rosterSeq, changeFailure) are not this hook's: kept as they are.
+    const { failedGenerator: _g, failures: _f, lastFailureTime: _t, message: _m, ...others } = prev;
     if (outcome.ok) {
-      next[pod] = { uid: prev.uid, generator };
+      next[pod] = { ...others, generator };
       continue;
     }
     next[pod] = {
-      uid: prev.uid,
+      ...others,
       generator: prev.generator,
       failedGenerator: generator,
       failures: (prev.failedGenerator === generator ? (prev.failures ?? 0) : 0) + 1,
@@ -326,15 +386,18 @@ function last(e: MemberReconnect | undefined): string {
 export function reconnectStatusPatch(
   cluster: KDCluster,
   record: MemberReconnects,
-  condition: ConditionInput,
+  condition: ConditionInput | ConditionInput[],
   now: string,
+  journal?: RosterJournal,
 ): PatchOp[] {
   const status = cluster.status;
-  const conditions: Condition[] = setCondition(status?.conditions, condition, now);
+  const conditions: Condition[] = [condition]
+    .flat()
+    .reduce<Condition[] | undefined>((all, c) => setCondition(all, c, now), status?.conditions)!;
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
   const changes: PatchOp[] = [];
   const guard: PatchOp[] = [];
-  const field = (key: 'memberReconnects' | 'conditions', value: unknown) => {
+  const field = (key: 'memberReconnects' | 'conditions' | 'rosterChanges', value: unknown) => {
     const current = status?.[key];
     if (same(current, value)) return;
     if (current === undefined) {
@@ -348,10 +411,15 @@ export function reconnectStatusPatch(
     return [
       ...uidTest(cluster),
       { op: 'test', path: '/metadata/resourceVersion', value: cluster.metadata.resourceVersion },
-      { op: 'add', path: '/status', value: { memberReconnects: record, conditions } },
+      {
+        op: 'add',
+        path: '/status',
+        value: { memberReconnects: record, conditions, ...(journal ? { rosterChanges: journal } : {}) },
+      },
     ];
   }
   field('memberReconnects', record);
+  if (journal) field('rosterChanges', journal);
   field('conditions', conditions);
   if (changes.length === 0) return [];
   const unique = guard.filter((g, i) => guard.findIndex((h) => same(h, g)) === i);

@@ -7,7 +7,7 @@
  * and a keyed MAC of its data (no managedFields, no last-applied copy); member pods keep what rendering
  * and delivery read, which keeps 10,000 cached pods small.
  */
-import { ANNOTATION_CONFIGMETA_SPLICE } from './guestconfig-layout.js';
+import { ANNOTATION_CONFIGMETA_ROSTER, ANNOTATION_CONFIGMETA_SPLICE } from './guestconfig-layout.js';
 import { annotationsSize } from './annotation-size.js';
 import { secretDataMac } from './secret-data-mac.js';
 import { hasConfigMetaDelivery } from './pod-delivery.js';
@@ -113,6 +113,7 @@ const OUR_POD_ANNOTATIONS = [
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_HASH,
   ANNOTATION_CONFIGMETA_SPLICE,
+  ANNOTATION_CONFIGMETA_ROSTER,
 ];
 
 /** A pod as cached: identity, labels, DNS fields, readiness, and our generator/hash annotations. */

@@ -76,6 +76,8 @@ export interface KDAppRole {
   imageRepoTag?: string;
   /** null: this role has none; absent: the app's defaultConfigPackage. */
   configPackage?: ConfigPackage | null;
+  /** The lifecycle events this role's startscript is run for (KubeDirector's field); absent: all. */
+  eventList?: string[];
   [key: string]: unknown;
 }
 
@@ -89,6 +91,8 @@ export interface KDAppSpec {
   category?: string;
   /** The config package of roles that name none (KubeDirector's field). */
   defaultConfigPackage?: ConfigPackage | null;
+  /** The eventList of roles that name none (KubeDirector's webhook copies it into each role). */
+  defaultEventList?: string[];
   /** Which clusters a cluster of this app may connect to. Absent: any. Empty: none. */
   connectable_to?: ConnectableToEntry[];
   roles?: KDAppRole[];
@@ -179,6 +183,45 @@ export interface MemberReconnect {
   lastFailureTime?: string;
   /** The failure in words: exit code, timeout or exec error. */
   message?: string;
+  /**
+   * The last membership change (status.rosterChanges seq) this member's app was told of, or the one its
+   * first document already reflected. Absent until the member's document lists the journal's roster.
+   */
+  rosterSeq?: number;
+  /** The membership notification that failed last, until one succeeds (attempts bounded, then given up). */
+  changeFailure?: ChangeFailure;
+}
+
+/** A failing `--addnodes` / `--delnodes` run of one member. */
+export interface ChangeFailure {
+  /** The change (status.rosterChanges.changes[].seq). */
+  seq: number;
+  failures: number;
+  lastFailureTime: string;
+  message: string;
+  /** Attempts ran out: the member moved past this change without hearing of it. */
+  gaveUp?: boolean;
+}
+
+/** KubeDirector's membership notifications: `startscript --addnodes|--delnodes --role R --fqdns …`. */
+export type RosterOp = 'addnodes' | 'delnodes';
+
+/** One membership change: members of `role` that joined (addnodes) or left (delnodes) the documents. */
+export interface RosterChange {
+  seq: number;
+  op: RosterOp;
+  role: string;
+  fqdns: string[];
+}
+
+/**
+ * The membership journal (only with the reconnect hook on): the roster (role → member DNS names) every
+ * document lists as of change `seq`, and the changes some member has not been told of yet.
+ */
+export interface RosterJournal {
+  seq: number;
+  roster: Record<string, string[]>;
+  changes: RosterChange[];
 }
 
 export interface KDClusterStatus {
@@ -192,6 +235,8 @@ export interface KDClusterStatus {
   seatHolders?: Record<string, { role: string; fqdn: string }>;
   /** Member pod name → its reconnect hook state (only with the reconnect hook on). */
   memberReconnects?: Record<string, MemberReconnect>;
+  /** The membership journal the --addnodes/--delnodes notifications follow (only with the reconnect hook on). */
+  rosterChanges?: RosterJournal;
   connectionsHash?: string;
   connections?: ConnectionStatus[];
   members?: MembersStatus;

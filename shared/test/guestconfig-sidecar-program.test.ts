@@ -146,21 +146,28 @@ describe('the sidecar program', () => {
       'platform.json': '{}',
       version: v,
     });
-    const generators = () => [read(join(out, '.configmeta-generator')), read(join(gc, '.configmeta-generator'))];
+    // The root copies the reconnect hook reads: the generator, and the roster digest of the document in place.
+    const generators = () => [
+      read(join(out, '.configmeta-generator')),
+      read(join(gc, '.configmeta-generator')),
+      read(join(gc, '.configmeta-roster')),
+    ];
     publish(priv, privOf(V, 'one'));
-    publish(src, { 'configmeta.json': '{"v":1}', generator: '1', splice: `1 ${V}` });
+    publish(src, { 'configmeta.json': '{"v":1}', generator: '1', splice: `1 ${V}`, roster: 'r1' });
     start({ KD_SECRET_DELIVERY: 'private-file' });
-    await until('generator 1', () => (generators().join() === '1,1' ? true : undefined));
+    await until('generator 1', () => (generators().join() === '1,1,r1' ? true : undefined));
+    // The app's directory gets no roster file: it is the reconciler's business.
+    expect(existsSync(join(out, '.configmeta-roster'))).toBe(false);
     expect(read(join(out, '.priv_configmeta.json'))).toBe('{"t":"one"}');
     // The document of version W arrives before its private half: the public text is delivered, the
     // generators (what the reconnect hook reads) stay until the private files follow.
-    publish(src, { 'configmeta.json': '{"v":2}', generator: '2', splice: `1 ${W}` });
+    publish(src, { 'configmeta.json': '{"v":2}', generator: '2', splice: `1 ${W}`, roster: 'r2' });
     await until('document 2', () => (read(join(out, 'configmeta.json')) === '{"v":2}' ? true : undefined));
     await new Promise((r) => setTimeout(r, 300));
-    expect(generators()).toEqual(['1', '1']);
+    expect(generators()).toEqual(['1', '1', 'r1']);
     expect(read(join(out, '.priv_configmeta.json'))).toBe('{"t":"one"}');
     publish(priv, privOf(W, 'two'));
-    await until('generator 2', () => (generators().join() === '2,2' ? true : undefined));
+    await until('generator 2', () => (generators().join() === '2,2,r2' ? true : undefined));
     expect(read(join(out, '.priv_configmeta.json'))).toBe('{"t":"two"}');
   });
 

@@ -9,6 +9,7 @@ import { membersOf } from '../src/members.js';
 import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan-reconcile.js';
 import { resolveConnections } from '../src/resolve-connections.js';
 import { trimPod } from '../src/trim-object.js';
+import { ANNOTATION_CONFIGMETA_ROSTER } from '../src/guestconfig-layout.js';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_HASH,
@@ -121,11 +122,28 @@ describe('planReconcile', () => {
     const holds = {
       [ANNOTATION_CONFIGMETA_GENERATOR]: add.value[ANNOTATION_CONFIGMETA_GENERATOR]!,
       [ANNOTATION_CONFIGMETA_HASH]: add.value[ANNOTATION_CONFIGMETA_HASH]!,
+      [ANNOTATION_CONFIGMETA_ROSTER]: add.value[ANNOTATION_CONFIGMETA_ROSTER]!,
     };
     const o = { ...first, pods: first.pods.map((p) => ({ ...p, metadata: { ...p.metadata, annotations: holds } })) };
     const plan = planReconcile(o, OPTS);
     expect(plan.podWrites).toEqual([]);
     expect(plan.synced).toEqual(['kdss-nb-0']);
+    // A pod written before the roster digest existed (0.1.0) gets it added, and nothing else changes.
+    const { [ANNOTATION_CONFIGMETA_ROSTER]: digest, ...older } = holds;
+    const upgraded = planReconcile(
+      { ...first, pods: first.pods.map((p) => ({ ...p, metadata: { ...p.metadata, annotations: older } })) },
+      OPTS,
+    );
+    // (The cache holds no document text, so the write carries it again: the same text, the same hash.)
+    const written = Object.fromEntries(
+      upgraded.podWrites[0]!.ops.filter((op) => op.op === 'add').map((op) => [
+        op.path,
+        (op as { value: unknown }).value,
+      ]),
+    );
+    expect(written['/metadata/annotations/kd-connections.hpe.com~1configmeta-roster']).toBe(digest);
+    expect(written).not.toHaveProperty(['/metadata/annotations/kubedirector.hpe.com~1configmeta-hash']);
+    expect(written).not.toHaveProperty(['/metadata/annotations/kubedirector.hpe.com~1configmeta-generator']);
   });
 
   it('configmeta that does not fit beside the other annotations: no pod write at all, a Warning event', async () => {
@@ -285,6 +303,7 @@ describe('member pods without the configmeta volume', () => {
     const holds = {
       [ANNOTATION_CONFIGMETA_GENERATOR]: add.value[ANNOTATION_CONFIGMETA_GENERATOR]!,
       [ANNOTATION_CONFIGMETA_HASH]: add.value[ANNOTATION_CONFIGMETA_HASH]!,
+      [ANNOTATION_CONFIGMETA_ROSTER]: add.value[ANNOTATION_CONFIGMETA_ROSTER]!,
     };
     const pods = o.pods.map((p) => ({ ...p, metadata: { ...p.metadata, annotations: holds } }));
     const after = { ...o, pods, cluster: { ...o.cluster, status } };

@@ -20,10 +20,16 @@ import {
   RECONNECT_BACKOFF_MAX_MS,
   RECONNECT_MAX_ATTEMPTS,
   type FileRead,
-  type HookOutcome,
   type MemberReconnects,
   type ReconnectMember,
 } from '../src/plan-reconnect.js';
+import type { HookOutcome } from '../src/hook-output.js';
+import {
+  journalRoster,
+  MAX_PENDING_CHANGES,
+  NOTIFY_MAX_ATTEMPTS,
+  recordNotifyResults,
+} from '../src/plan-roster-changes.js';
 import { ANNOTATION_CONFIGMETA_GENERATOR } from '../src/types.js';
 import { app, cluster, pod } from './fixtures.js';
 
@@ -302,7 +308,22 @@ describe('the kdcluster CRD keeps what the planner records', () => {
       [{ pod: 'p', generator: 2, outcome: { ok: false, exitCode: 1 } }],
       NOW,
     );
-    expect(Object.keys(entry.additionalProperties.properties).sort()).toEqual(Object.keys(failed.p!).sort());
+    const change = { seq: 1, op: 'addnodes' as const, role: 'r', fqdns: ['a'] };
+    let notified: MemberReconnects = failed;
+    for (let i = 0; i < NOTIFY_MAX_ATTEMPTS; i++)
+      notified = recordNotifyResults(
+        notified,
+        [{ pod: 'p', through: 1, ran: [{ change, outcome: { ok: false } }] }],
+        NOW,
+      );
+    const props = entry.additionalProperties.properties;
+    expect(Object.keys(props).sort()).toEqual(Object.keys(notified.p!).sort());
+    expect(Object.keys(props.changeFailure.properties).sort()).toEqual(Object.keys(notified.p!.changeFailure!).sort());
     expect(entry.additionalProperties.required).toEqual(['uid', 'generator']);
+    const journal = crd.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.rosterChanges;
+    const j = journalRoster(journalRoster(undefined, { r: [] }), { r: ['a'] });
+    expect(Object.keys(journal.properties).sort()).toEqual(Object.keys(j).sort());
+    expect(Object.keys(journal.properties.changes.items.properties).sort()).toEqual(Object.keys(j.changes[0]!).sort());
+    expect(journal.properties.changes.maxItems).toBeGreaterThanOrEqual(MAX_PENDING_CHANGES);
   });
 });

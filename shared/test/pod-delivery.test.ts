@@ -33,7 +33,7 @@ function mutate(p: PodForMutation) {
 }
 
 describe('decidePodDelivery', () => {
-  it('the source volume projects the configmeta and generator annotations', () => {
+  it('the source volume projects the configmeta, generator, splice and roster annotations', () => {
     expect(configMetaVolume()).toEqual({
       name: 'kd-configmeta',
       downwardAPI: {
@@ -50,6 +50,10 @@ describe('decidePodDelivery', () => {
           {
             path: 'splice',
             fieldRef: { fieldPath: "metadata.annotations['kd-connections.hpe.com/configmeta-splice']" },
+          },
+          {
+            path: 'roster',
+            fieldRef: { fieldPath: "metadata.annotations['kd-connections.hpe.com/configmeta-roster']" },
           },
         ],
       },

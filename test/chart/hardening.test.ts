@@ -199,6 +199,7 @@ describe("the reconciler's pod writes (ValidatingAdmissionPolicy)", () => {
       annotation('kubedirector.hpe.com/configmeta', '{"version":"8"}'),
       annotation('kubedirector.hpe.com/configmeta-generator', '3'),
       annotation('kubedirector.hpe.com/configmeta-hash', 'abc'),
+      annotation('kd-connections.hpe.com/configmeta-roster', 'def'),
     ]);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     const pod = await getJson(env, ['pod', 'member-0'], apps);

@@ -1,11 +1,17 @@
 /**
  * reconciler.reconnectHook in the chart: off by default (no pods/exec, no flag); on, the reconciler gets
- * `create` on pods/exec and the flags, and the pod write policy lets its account exec exactly the two
- * commands the hook uses — checked on the real API server (the policy is evaluated at admission, before
+ * `create` on pods/exec and the flags, and the pod write policy lets its account exec exactly the
+ * commands the hooks use — checked on the real API server (the policy is evaluated at admission, before
  * the API server looks for the pod's node, so a Pending pod is enough).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { GENERATOR_FILE, GUESTCONFIG_DIR, GUESTCONFIG_SIDECAR, RECONNECT_COMMAND } from '@kd-connections/shared';
+import {
+  GUESTCONFIG_SIDECAR,
+  notifyCommand,
+  READ_FILES_COMMAND,
+  RECONNECT_COMMAND,
+  RECONNECT_STARTSCRIPT,
+} from '@kd-connections/shared';
 import { useTestEnv } from '../support/cluster.js';
 import { kubectlOk } from '../support/kd-objects.js';
 import { eventually, run } from '../support/processes.js';
@@ -29,6 +35,7 @@ const fullname = `${REL}-kd-connections`;
 const ON = sets({ 'reconciler.reconnectHook.enabled': true });
 const rulesOf = (docs: Doc[]) =>
   docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role').flatMap((d) => d.rules as Doc[]);
+const NOTIFY = notifyCommand(RECONNECT_STARTSCRIPT, { seq: 1, op: 'addnodes', role: 'worker', fqdns: ['a.x', 'b.x'] });
 const execRules = (docs: Doc[]) => rulesOf(docs).filter((r) => (r.resources as string[]).includes('pods/exec'));
 
 describe('reconciler.reconnectHook as rendered', () => {
@@ -40,7 +47,7 @@ describe('reconciler.reconnectHook as rendered', () => {
     expect(policy.spec.matchConditions.map((c: Doc) => c.name)).toEqual(['reconciler']);
   });
 
-  it('on: create on pods/exec (only), the flags, and a policy exception naming exactly the two commands', async () => {
+  it('on: create on pods/exec (only), the flags, and a policy exception naming exactly the hook commands', async () => {
     const { docs } = await helmTemplate(env, REL, ns, [...ON, ...sets({ 'reconciler.reconnectHook.timeout': '45s' })]);
     expect(execRules(docs)).toEqual([{ apiGroups: [''], resources: ['pods/exec'], verbs: ['create'] }]);
     const args = containerArgs(one(docs, 'Deployment', `${fullname}-reconciler`));
@@ -50,7 +57,10 @@ describe('reconciler.reconnectHook as rendered', () => {
     // The commands the policy allows are the ones the reconciler runs.
     const list = (xs: string[]) => `[${xs.map((x) => `'${x}'`).join(', ')}]`;
     expect(exception.expression).toContain(list(RECONNECT_COMMAND));
-    expect(exception.expression).toContain(list(['cat', `${GUESTCONFIG_DIR}/${GENERATOR_FILE}`]));
+    expect(exception.expression).toContain(list(READ_FILES_COMMAND));
+    NOTIFY.filter((w, i) => i !== 8 && i !== 10).forEach((w) => expect(exception.expression).toContain(`'${w}'`));
+    // Only CEL of the oldest Kubernetes the chart supports (no list.slice, 1.35's).
+    expect(exception.expression).not.toContain('slice(');
     expect(exception.expression).toContain(`'${GUESTCONFIG_SIDECAR}'`);
   });
 
@@ -111,7 +121,7 @@ describe('the pod write policy with the reconnect hook on (real API server)', ()
     dir.remove();
   });
 
-  it('refuses any other exec, and lets the two hook commands through to the pod', async () => {
+  it('refuses any other exec, and lets the hook commands through to the pod', async () => {
     // The policy takes effect shortly after it is created.
     await eventually(
       'the policy refuses a shell',
@@ -125,13 +135,28 @@ describe('the pod write policy with the reconnect hook on (real API server)', ()
       ['-c', 'app', '--', ...RECONNECT_COMMAND.slice(0, 2), `${RECONNECT_COMMAND[2]}; id`],
       ['-i', '-c', 'app', '--', ...RECONNECT_COMMAND],
       ['-c', GUESTCONFIG_SIDECAR, '--', ...RECONNECT_COMMAND],
+      // --addnodes with a word more, another event, or the script line changed.
+      ['-c', 'app', '--', ...NOTIFY, 'x'],
+      ['-c', 'app', '--', ...NOTIFY.slice(0, 4), '--configure', ...NOTIFY.slice(5)],
+      ['-c', 'app', '--', 'sh', '-c', 'id; /opt/guestconfig/*/startscript "$@"', ...NOTIFY.slice(3)],
+      ['-c', GUESTCONFIG_SIDECAR, '--', ...NOTIFY],
+      // Another flag in the role's or the fqdns' place.
+      ['-c', 'app', '--', ...NOTIFY.slice(0, 8), '--configure', ...NOTIFY.slice(9)],
+      ['-c', 'app', '--', ...NOTIFY.slice(0, 10), 'a.x,--configure'],
     ]) {
       const r = await execAs(args);
       expect({ args, code: r.code, policy: r.stderr.includes(POLICY) }).toEqual({ args, code: 1, policy: true });
     }
     for (const args of [
       ['-c', 'app', '--', ...RECONNECT_COMMAND],
-      ['-c', GUESTCONFIG_SIDECAR, '--', 'cat', `${GUESTCONFIG_DIR}/${GENERATOR_FILE}`],
+      ['-c', GUESTCONFIG_SIDECAR, '--', ...READ_FILES_COMMAND],
+      ['-c', 'app', '--', ...NOTIFY],
+      [
+        '-c',
+        'app',
+        '--',
+        ...notifyCommand(RECONNECT_STARTSCRIPT, { seq: 2, op: 'delnodes', role: 'w', fqdns: ['b', 'c'] }),
+      ],
     ]) {
       const r = await execAs(args);
       // Admitted: what fails now is the pod (it has no node), not the policy.

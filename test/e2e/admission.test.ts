@@ -437,6 +437,13 @@ spec:
               fieldPath: "metadata.annotations['kd-connections.hpe.com/configmeta-splice']",
             },
           },
+          {
+            path: 'roster',
+            fieldRef: {
+              apiVersion: 'v1',
+              fieldPath: "metadata.annotations['kd-connections.hpe.com/configmeta-roster']",
+            },
+          },
         ],
       },
     });

@@ -12,6 +12,7 @@ import { controlPlaneInfo, type TestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';
 import { registerWebhooks, waitUntilLive, type Registration } from '../support/webhook-configurations.js';
+import { eventually } from '../support/processes.js';
 import { readNodeStatus } from '../controlplane/node-status.js';
 import { BUSYBOX_IMAGE, type BuiltImage } from '../images/base-images.js';
 import { importImage } from '../controlplane/containerd.js';
@@ -107,8 +108,45 @@ export function nodeMemberPod(name: string, cluster: string, o: NodeMemberPodOpt
   };
 }
 
-/** kubectl wait for the pod's Ready condition; fails with the pod's description if it does not come. */
+/**
+ * The member workload of `cluster`'s role `controller` as a user writes it: a StatefulSet (Parallel, as
+ * KubeDirector makes them) named after the cluster, one `app` container of `image` (its own command
+ * unless `command` is given), on the test node.
+ */
+export function memberStatefulSet(cluster: string, replicas: number, image: string, command?: string[]): Obj {
+  const labels = { [LABEL_KDCLUSTER]: cluster, [LABEL_ROLE]: 'controller' };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: cluster },
+    spec: {
+      replicas,
+      serviceName: cluster,
+      podManagementPolicy: 'Parallel',
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          hostNetwork: true,
+          tolerations: [TEST_NODE_TOLERATION],
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'app', image, imagePullPolicy: 'Never', ...(command ? { command } : {}) }],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * kubectl wait for the pod's Ready condition; fails with the pod's description if it does not come. A pod
+ * a controller is about to create (a StatefulSet just scaled) is waited for first: `kubectl wait` fails at
+ * once on a pod that does not exist yet.
+ */
 export async function waitPodReady(env: TestEnv, name: string, timeout = '120s'): Promise<void> {
+  await eventually(
+    `pod ${name} exists`,
+    async () => (await env.kubectl(['get', 'pod', name, '-o', 'name'])).code === 0,
+  );
   const r = await env.kubectl(['wait', '--for=condition=Ready', `--timeout=${timeout}`, `pod/${name}`]);
   if (r.code !== 0) {
     const d = await env.kubectl(['describe', 'pod', name]);

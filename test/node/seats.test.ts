@@ -12,12 +12,11 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { CONFIGCLI_IMAGE, catIn, configcliImage, configcliValue } from '../images/configcli-image.js';
-import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, getJson, kdApp, kdCluster, kubectlOk } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
-import { importImages, nodeMemberPod, useDeliveryServices, waitPodReady } from './node-support.js';
-import { ANNOTATION_CONFIGMETA, LABEL_KDCLUSTER, LABEL_ROLE } from '@kd-connections/shared';
+import { importImages, memberStatefulSet, nodeMemberPod, useDeliveryServices, waitPodReady } from './node-support.js';
+import { ANNOTATION_CONFIGMETA } from '@kd-connections/shared';
 
 const env = useTestEnv();
 const CLUSTER = 'seats';
@@ -27,27 +26,8 @@ useDeliveryServices(env, async (node) => importImages(node, [configcliImage()]),
   reconcilerArgs: ['--first-delivery-wait=10m'],
 });
 
-const statefulSet = (replicas: number) => ({
-  apiVersion: 'apps/v1',
-  kind: 'StatefulSet',
-  metadata: { name: CLUSTER },
-  spec: {
-    replicas,
-    serviceName: CLUSTER,
-    podManagementPolicy: 'Parallel',
-    selector: { matchLabels: { [LABEL_KDCLUSTER]: CLUSTER, [LABEL_ROLE]: 'controller' } },
-    template: {
-      metadata: { labels: { [LABEL_KDCLUSTER]: CLUSTER, [LABEL_ROLE]: 'controller' } },
-      spec: {
-        hostNetwork: true,
-        tolerations: [TEST_NODE_TOLERATION],
-        terminationGracePeriodSeconds: 1,
-        // No command: the image's own (sleep infinity).
-        containers: [{ name: 'app', image: CONFIGCLI_IMAGE, imagePullPolicy: 'Never' }],
-      },
-    },
-  },
-});
+// No command: the image's own (sleep infinity).
+const statefulSet = (replicas: number) => memberStatefulSet(CLUSTER, replicas, CONFIGCLI_IMAGE);
 
 const seated = async () =>
   ((await getJson(env, ['kdcluster', CLUSTER])).status?.conditions ?? []).find(
