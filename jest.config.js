@@ -40,7 +40,7 @@ export default {
       ...common,
       displayName: 'unit',
       testMatch: [
-        '<rootDir>/{shared,certs,admission,reconciler}/test/**/*.test.ts',
+        '<rootDir>/{shared,certs,admission,reconciler,cli}/test/**/*.test.ts',
         '<rootDir>/test/images/**/*.test.ts',
         '<rootDir>/test/docs/**/*.test.ts',
         '<rootDir>/test/controlplane/**/*.test.ts',

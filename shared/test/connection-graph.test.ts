@@ -1,0 +1,169 @@
+/** The plugin's graph and explain, from a snapshot: the webhook's verdicts, Unknown where nothing could be read. */
+import { describe, expect, it } from '@jest/globals';
+import { connectionEdges, connectionGraph, type NamespaceSnapshot } from '../src/connection-graph.js';
+import { explainCluster, memberLag } from '../src/explain-cluster.js';
+import { renderGraph, renderGraphDot, renderGraphMermaid, renderGraphText } from '../src/render-connection-graph.js';
+import { ANNOTATION_CONFIGMETA_GENERATOR } from '../src/types.js';
+import { app, cluster, configMap, NS, pod, secret, SYSTEM_NS } from './fixtures.js';
+
+const OPTS = { systemNamespace: SYSTEM_NS };
+
+/** notebook → training (allowed), model (labelled), scm (Secret, unlabelled), gone (missing); training → notebook (refused). */
+function snapshot(unreadable: NamespaceSnapshot['unreadable'] = {}): NamespaceSnapshot {
+  return {
+    namespace: NS,
+    clusters: [
+      cluster('notebook', 'jupyter', {
+        connections: { clusters: ['training'], configmaps: ['model', 'gone'], secrets: ['scm'] },
+      }),
+      cluster('training', 'trainer', { connections: { clusters: ['notebook'] }, ready: 1 }),
+    ],
+    apps: [
+      app('jupyter', { distroID: 'x/jupyter', connectable_to: [{ category: 'training' }] }),
+      app('trainer', { distroID: 'x/trainer', category: 'training', connectable_to: [] }, SYSTEM_NS),
+    ],
+    configMaps: [
+      configMap('model', 'model', undefined),
+      configMap('kube-root-ca.crt', undefined, undefined),
+      configMap('spare', 'model', undefined),
+    ],
+    secrets: [secret('scm', undefined, {})],
+    unreadable,
+  };
+}
+
+describe('connectionGraph', () => {
+  it('judges every connection as the webhook does and lists the connectable objects nobody connects', async () => {
+    const g = await connectionGraph(snapshot(), OPTS);
+    expect(g.edges.map((e) => [e.from, e.to, e.state])).toEqual([
+      ['Cluster/notebook', 'Cluster/training', 'Connected'],
+      ['Cluster/notebook', 'ConfigMap/gone', 'Missing'],
+      ['Cluster/notebook', 'ConfigMap/model', 'Connected'],
+      ['Cluster/notebook', 'Secret/scm', 'Unlabeled'],
+      ['Cluster/training', 'Cluster/notebook', 'NotConnectable'],
+    ]);
+    expect(g.edges[4]!.reason).toContain('allows no cluster connections');
+    // The unlabelled kube-root-ca.crt is no node; the labelled, unconnected `spare` is one.
+    expect(g.nodes.map((n) => n.id)).toEqual([
+      'Cluster/notebook',
+      'Cluster/training',
+      'ConfigMap/model',
+      'ConfigMap/spare',
+      'ConfigMap/gone',
+      'Secret/scm',
+    ]);
+    expect(g.nodes.find((n) => n.id === 'ConfigMap/gone')).toMatchObject({ absent: true });
+    expect(g.unreadable).toEqual([]);
+  });
+
+  it('a kind the user may not list makes its edges Unknown, saying why, never Missing', async () => {
+    const g = await connectionGraph(snapshot({ secrets: 'secrets is forbidden: User "viewer" cannot list' }), OPTS);
+    const scm = g.edges.find((e) => e.name === 'scm')!;
+    expect(scm).toMatchObject({ state: 'Unknown' });
+    expect(scm.reason).toBe(
+      'cannot list secrets with your credentials: secrets is forbidden: User "viewer" cannot list',
+    );
+    expect(g.unreadable).toEqual([scm.reason]);
+    // Apps unreadable: a verdict that may come from the missing app is Unknown, with what could be judged.
+    const noApps = await connectionGraph({ ...snapshot({ apps: 'forbidden' }), apps: [] }, OPTS);
+    const toTraining = noApps.edges.find((e) => e.name === 'training')!;
+    expect(toTraining.state).toBe('Unknown');
+    expect(toTraining.reason).toMatch(
+      /^cannot list kubedirectorapps with your credentials: forbidden; from what could be read: /,
+    );
+  });
+});
+
+describe('rendering', () => {
+  it('text: one block per cluster, each connection with its state and why', async () => {
+    const text = renderGraphText(await connectionGraph(snapshot(), OPTS));
+    expect(text).toContain('kdcluster notebook (app jupyter)\n  -> kdcluster training: Connected\n');
+    expect(text).toContain(`  -> configmap gone: Missing: configmap "gone" not found in namespace "${NS}"\n`);
+    expect(text).toContain('connectable, connected by no cluster:\n  configmap spare (type model)\n');
+  });
+
+  it('mermaid and dot: every node and edge, solid only for Connected, quotes escaped', async () => {
+    const g = await connectionGraph(snapshot(), OPTS);
+    const m = renderGraphMermaid(g);
+    expect(m.split('\n')[0]).toBe('flowchart LR');
+    expect(m).toContain('c0["kdcluster notebook (app jupyter)"]');
+    expect(m).toContain('c0 -->|"Connected"| c1');
+    expect(m).toMatch(/c0 -\.->\|"Missing: configmap #quot;gone#quot; not found in namespace #quot;ml#quot;"\| m\d/);
+    expect(m).not.toMatch(/\|"[^|]*"[^|]*"\|/);
+    const d = renderGraphDot(g);
+    expect(d.startsWith('digraph "kd-connections ml" {')).toBe(true);
+    expect(d).toMatch(
+      /c0 -> m\d \[label="Missing: configmap \\"gone\\" not found in namespace \\"ml\\"", style=dashed\];/,
+    );
+    expect(d.trimEnd().endsWith('}')).toBe(true);
+    expect(renderGraph(g, 'dot')).toBe(d);
+    expect(renderGraph(g, 'text')).toBe(renderGraphText(g));
+  });
+});
+
+describe('explain', () => {
+  it('each connection with why, beside what the reconciler recorded; each member’s generator; conditions', async () => {
+    const s = snapshot();
+    const c = {
+      ...s.clusters[0]!,
+      spec: { ...s.clusters[0]!.spec, configMetaGenerator: 3 },
+      status: {
+        lastConfigMetaGenerator: 2,
+        seatHolders: { 'nb-0': { role: 'controller', fqdn: 'a' }, 'nb-1': { role: 'controller', fqdn: 'b' } },
+        connections: [{ kind: 'Cluster' as const, name: 'training', state: 'Missing' as const, message: 'not yet' }],
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'False' as const,
+            reason: 'Reconciling',
+            message: 'one pod lags',
+            lastTransitionTime: 't',
+          },
+        ],
+      },
+    };
+    const { own, edges } = await connectionEdges(c, s, OPTS);
+    const gen = (g: string) => ({ annotations: { [ANNOTATION_CONFIGMETA_GENERATOR]: g } });
+    const text = explainCluster({
+      cluster: c,
+      own,
+      systemNamespace: SYSTEM_NS,
+      edges,
+      pods: [
+        pod('nb-1', 'notebook', 'controller', gen('2')),
+        pod('nb-0', 'notebook', 'controller', gen('3')),
+        pod('nb-9', 'notebook', 'controller'),
+      ],
+    });
+    expect(text).toContain(`  app: jupyter, found in namespace ${NS}\n`);
+    expect(text).toContain('configmeta generator: 3 (spec.configMetaGenerator); last delivered to every member: 2');
+    expect(text).toContain('  cluster training: Connected; reconciler: Missing (not yet)\n');
+    expect(text).toContain('  configmap model: Connected; reconciler: not recorded yet\n');
+    expect(text).toContain('  secret scm: Unlabeled — secret "scm" lacks label');
+    expect(text).toContain(
+      '  nb-0 (role controller): generator 3, current\n  nb-1 (role controller): generator 2, LAGS (the cluster is at 3)\n',
+    );
+    expect(text).toContain('  nb-9 (role controller): not seated');
+    expect(text).toContain('  behind: nb-1\n');
+    expect(text).toContain('  Ready=False Reconciling: one pod lags\n');
+    expect(memberLag(pod('x', 'c', 'r'), 3, true)).toBe('no document yet');
+  });
+
+  it('says where the app was looked for when it is not found, and when pods cannot be listed', async () => {
+    const c = cluster('orphan', 'nowhere');
+    const { own, edges } = await connectionEdges(c, snapshot(), OPTS);
+    const text = explainCluster({
+      cluster: c,
+      own,
+      systemNamespace: SYSTEM_NS,
+      edges,
+      podsUnreadable: 'pods is forbidden',
+    });
+    expect(text).toContain(
+      `app: nowhere, NOT FOUND in namespace "${NS}" or in the system catalog (namespace "${SYSTEM_NS}")`,
+    );
+    expect(text).toContain('  (none)\n');
+    expect(text).toContain('  cannot list pods with your credentials: pods is forbidden\n');
+    expect(text).toContain('(none yet: the reconciler has not written status)');
+  });
+});
