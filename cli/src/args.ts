@@ -20,6 +20,9 @@ Options:
   -h, --help
 `;
 
+/** An object name as Kubernetes allows it for namespaces and kdclusters (RFC 1123 subdomain). */
+const DNS_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 export class UsageError extends Error {
   constructor(
     message: string,
@@ -61,11 +64,13 @@ export function parseArgs(argv: string[]): Args {
       out.help = true;
       continue;
     }
+    // kubectl's forms: --flag value, --flag=value, -f value, -f=value, -fvalue.
+    const short = /^(-[no])(=?)(.+)$/.exec(a);
     const eq = a.startsWith('--') ? a.indexOf('=') : -1;
-    const flag = eq > 0 ? a.slice(0, eq) : a;
+    const flag = short ? short[1]! : eq > 0 ? a.slice(0, eq) : a;
     const key = VALUED[flag];
     if (key) {
-      const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      const value = short ? short[3] : eq > 0 ? a.slice(eq + 1) : argv[++i];
       if (value === undefined || value === '') throw new UsageError(`${flag} needs a value`, true);
       (out as unknown as Record<string, string>)[key] = value;
       continue;
@@ -85,5 +90,15 @@ export function parseArgs(argv: string[]): Args {
   if (!(GRAPH_FORMATS as readonly string[]).includes(out.output))
     throw new UsageError(`-o ${out.output}: not one of ${GRAPH_FORMATS.join(', ')}`, true);
   if (command === 'explain' && out.output !== 'text') throw new UsageError('explain prints text only (no -o)', true);
+  for (const [what, v] of [
+    ['namespace', out.namespace],
+    ['kdcluster name', out.cluster],
+    ['system namespace', out.systemNamespace],
+  ] as const)
+    if (v !== undefined && !DNS_NAME.test(v))
+      throw new UsageError(
+        `${JSON.stringify(v)} is not a valid ${what} (lowercase letters, digits, '-' and '.')`,
+        true,
+      );
   return out;
 }

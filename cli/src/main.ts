@@ -11,17 +11,13 @@ import {
   connectionEdges,
   connectionGraph,
   explainCluster,
-  GROUP,
-  KDCLUSTER_PLURAL,
   KubeClient,
   renderGraph,
-  VERSION,
   errorStatus,
   type GraphFormat,
-  type KDCluster,
 } from '@kd-connections/shared';
 import { parseArgs, UsageError, USAGE } from './args.js';
-import { readMemberPods, readNamespace } from './read-namespace.js';
+import { readCluster, readMemberPods, readNamespace } from './read-namespace.js';
 
 async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
@@ -32,7 +28,11 @@ async function main(argv: string[]): Promise<number> {
   const kc = new KubeConfig();
   if (args.kubeconfig) kc.loadFromFile(args.kubeconfig);
   else kc.loadFromDefault();
-  if (args.context) kc.setCurrentContext(args.context);
+  if (args.context) {
+    if (!kc.getContexts().some((c) => c.name === args.context))
+      throw new UsageError(`context "${args.context}" is not in the kubeconfig (kubectl config get-contexts)`);
+    kc.setCurrentContext(args.context);
+  }
   if (!kc.getCurrentCluster())
     throw new UsageError('the kubeconfig has no current cluster (kubectl config current-context)');
   const namespace = args.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
@@ -44,8 +44,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(renderGraph(await connectionGraph(snapshot, opts), args.output as GraphFormat));
       return 0;
     }
-    const path = `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${KDCLUSTER_PLURAL}/${args.cluster}`;
-    const cluster = await client.getIfExists<KDCluster>(path).catch((e: unknown) => {
+    const cluster = await readCluster(client, namespace, args.cluster!).catch((e: unknown) => {
       if (errorStatus(e) === 403)
         throw new UsageError(`cannot read kdcluster ${namespace}/${args.cluster}: ${(e as Error).message}`);
       throw e;

@@ -41,3 +41,21 @@ describe('parseArgs', () => {
     expect(err).toMatchObject({ message, usage: true });
   });
 });
+
+describe('parseArgs: kubectl’s other spellings, and names checked before any request', () => {
+  it('-ojson-style and -n=ns forms', () => {
+    expect(parseArgs(['graph', '-omermaid', '-n=ml'])).toMatchObject({ output: 'mermaid', namespace: 'ml' });
+    expect(parseArgs(['graph', '-o=dot'])).toMatchObject({ output: 'dot' });
+  });
+
+  it.each([
+    [
+      ['explain', '../../api/v1/namespaces/ml/secrets/x'],
+      '"../../api/v1/namespaces/ml/secrets/x" is not a valid kdcluster name',
+    ],
+    [['graph', '-n', 'ML'], '"ML" is not a valid namespace'],
+    [['graph', '--system-namespace', 'a/b'], '"a/b" is not a valid system namespace'],
+  ])('%j is refused before any request', (argv, start) => {
+    expect(() => parseArgs(argv)).toThrow(start);
+  });
+});

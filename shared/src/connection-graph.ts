@@ -24,7 +24,10 @@ export interface NamespaceSnapshot {
   clusters: KDCluster[];
   /** Apps of the namespace and of the system catalog, each with its metadata.namespace. */
   apps: KDApp[];
-  /** Metadata only: the rules look at names and labels. */
+  /**
+   * Names, and the type label where there is one: the rules look at nothing else (the plugin reads no
+   * annotation, since kubectl's last-applied-configuration copy holds the object's data).
+   */
   configMaps: MetaObject[];
   secrets: MetaObject[];
   /** What could not be listed, and why (the API server's answer): kind → reason. */
@@ -54,6 +57,8 @@ export interface GraphEdge {
   reason?: string;
   /** A word about a Connected edge (a cluster with no ready members yet). */
   note?: string;
+  /** What the reconciler last recorded in the cluster's status, when that differs (it also checks sizes). */
+  recorded?: { state: ConnectionState; message?: string };
 }
 
 export interface ConnectionGraph {
@@ -129,8 +134,10 @@ export async function connectionEdges(
       continue;
     }
     const { verdict } = await observeCluster(lookup, ns, self, name, own, opts, cluster.spec);
-    // An app that could not be read may be why the verdict is not Connected.
-    if (verdict.state !== 'Connected' && s.unreadable.apps !== undefined) unknown('apps', 'Cluster', name, verdict);
+    // NotConnectable for another cluster comes from the apps (not found, or connectable_to): with an app
+    // list unreadable, it may be wrong. Missing, and a self-connection, do not depend on apps.
+    const appDependent = verdict.state === 'NotConnectable' && name !== self;
+    if (appDependent && s.unreadable.apps !== undefined) unknown('apps', 'Cluster', name, verdict);
     else edges.push(edgeOf(from, 'Cluster', name, verdict));
   }
   for (const kind of ['ConfigMap', 'Secret'] as const) {
@@ -139,6 +146,11 @@ export async function connectionEdges(
       if (s.unreadable[list] !== undefined) unknown(list, kind, name);
       else edges.push(edgeOf(from, kind, name, (await observeObject(lookup, kind, ns, name, opts)).verdict));
     }
+  }
+  // Beside what the reconciler recorded: it also sees sizes and the installation's settings.
+  for (const e of edges) {
+    const r = cluster.status?.connections?.find((c) => c.kind === e.kind && c.name === e.name);
+    if (r && r.state !== e.state) e.recorded = { state: r.state, ...(r.message ? { message: r.message } : {}) };
   }
   return { own, edges };
 }

@@ -6,7 +6,9 @@
  */
 import type { GraphEdge } from './connection-graph.js';
 import { appSearchDescription, type ResolvedApp } from './lookup.js';
-import { ANNOTATION_CONFIGMETA_GENERATOR, LABEL_ROLE, type KDCluster, type PodLike } from './types.js';
+import { membershipOf } from './members.js';
+import { oneLine } from './render-connection-graph.js';
+import { ANNOTATION_CONFIGMETA_GENERATOR, type KDCluster, type PodLike } from './types.js';
 
 export interface ExplainInput {
   cluster: KDCluster;
@@ -21,12 +23,10 @@ export interface ExplainInput {
 const KIND_WORD = { Cluster: 'cluster', ConfigMap: 'configmap', Secret: 'secret' } as const;
 
 /** Where a member pod is relative to the cluster's current generator. */
-export function memberLag(pod: PodLike, current: number, seated: boolean): string {
-  if (!seated) return 'not seated: gets no document (beyond the seats `spec.roles[].members` declares)';
+export function memberLag(pod: PodLike, current: number): string {
   const text = pod.metadata.annotations?.[ANNOTATION_CONFIGMETA_GENERATOR];
   if (text === undefined) return 'no document yet';
-  const has = Number(text);
-  if (has >= current) return `generator ${text}, current`;
+  if (Number(text) >= current) return `generator ${text}, current`;
   return `generator ${text}, LAGS (the cluster is at ${current})`;
 }
 
@@ -37,7 +37,7 @@ export function explainCluster(x: ExplainInput): string {
   const spec = c.spec ?? {};
   const status = c.status ?? {};
   const lines = [`kdcluster ${ns}/${name}`];
-  const app = typeof spec.app === 'string' ? spec.app : '(none)';
+  const app = typeof spec.app === 'string' ? oneLine(spec.app) : '(none)';
   lines.push(
     x.own
       ? `  app: ${app}, found in namespace ${x.own.namespace}`
@@ -54,38 +54,41 @@ export function explainCluster(x: ExplainInput): string {
   lines.push('', 'connections (judged now, with your credentials; "reconciler:" is what status last recorded):');
   if (x.edges.length === 0) lines.push('  (none)');
   for (const e of x.edges) {
-    const recorded = status.connections?.find((s) => s.kind === e.kind && s.name === e.name);
+    const recorded = status.connections?.some((r) => r.kind === e.kind && r.name === e.name);
     const why = e.reason ? ` — ${e.reason}` : e.note ? ` — ${e.note}` : '';
-    const rec = recorded
-      ? recorded.state === e.state
+    const rec = e.recorded
+      ? `; reconciler: ${e.recorded.state}${e.recorded.message ? ` (${e.recorded.message})` : ''}`
+      : recorded
         ? ''
-        : `; reconciler: ${recorded.state}${recorded.message ? ` (${recorded.message})` : ''}`
-      : '; reconciler: not recorded yet';
-    lines.push(`  ${KIND_WORD[e.kind]} ${e.name}: ${e.state}${why}${rec}`);
+        : '; reconciler: not recorded yet';
+    lines.push(oneLine(`  ${KIND_WORD[e.kind]} ${e.name}: ${e.state}${why}${rec}`));
   }
 
-  lines.push('', 'members:');
+  lines.push('', "members (the reconciler's seating: spec.roles[].members seats, filled by StatefulSet ordinals):");
   if (x.podsUnreadable !== undefined) lines.push(`  cannot list pods with your credentials: ${x.podsUnreadable}`);
-  else if ((x.pods ?? []).length === 0) lines.push('  (no pod labelled as a member)');
   else {
-    const seats = status.seatHolders;
-    const lagging: string[] = [];
-    for (const p of [...x.pods!].sort((a, b) =>
-      (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '', 'en', { numeric: true }),
-    )) {
-      const pod = p.metadata.name ?? '';
-      const seated = seats === undefined || Object.hasOwn(seats, pod);
-      const where = memberLag(p, current, seated);
-      if (where.includes('LAGS') || where === 'no document yet') lagging.push(pod);
-      lines.push(`  ${pod} (role ${p.metadata.labels?.[LABEL_ROLE] ?? '?'}): ${where}`);
+    const seating = membershipOf(c, x.own?.app, x.pods ?? []);
+    const byName = new Map((x.pods ?? []).map((p) => [p.metadata.name ?? '', p]));
+    const behind: string[] = [];
+    for (const m of seating.members) {
+      const pod = byName.get(m.pod);
+      const where =
+        m.present && pod ? memberLag(pod, current) : 'away (its pod is gone or terminating): keeps its seat and id';
+      if (m.present && where !== `generator ${current}, current`) behind.push(m.pod);
+      lines.push(`  ${m.pod} (role ${m.role}, node id ${m.id}): ${where}`);
     }
-    lines.push(
-      lagging.length === 0 ? '  every seated member holds the current generator' : `  behind: ${lagging.join(', ')}`,
-    );
+    for (const i of seating.ignored)
+      lines.push(`  ${i.pod} (role ${i.role}): not a member, gets no document: ${i.why}`);
+    for (const v of seating.vacant) lines.push(`  role ${v.role} seat ${v.seat}: vacant (no pod fills it yet)`);
+    if (seating.members.length === 0 && seating.ignored.length === 0) lines.push('  (no pod labelled as a member)');
+    else
+      lines.push(
+        behind.length === 0 ? '  every member present holds the current generator' : `  behind: ${behind.join(', ')}`,
+      );
   }
 
   lines.push('', 'conditions:');
   if ((status.conditions ?? []).length === 0) lines.push('  (none yet: the reconciler has not written status)');
-  for (const k of status.conditions ?? []) lines.push(`  ${k.type}=${k.status} ${k.reason}: ${k.message}`);
+  for (const k of status.conditions ?? []) lines.push(oneLine(`  ${k.type}=${k.status} ${k.reason}: ${k.message}`));
   return `${lines.join('\n')}\n`;
 }

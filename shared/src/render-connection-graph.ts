@@ -9,9 +9,18 @@ export type GraphFormat = (typeof GRAPH_FORMATS)[number];
 
 const KIND_WORD = { Cluster: 'kdcluster', ConfigMap: 'configmap', Secret: 'secret' } as const;
 
+/** One line, no control character: names and reasons come from objects anyone may have written. */
+// eslint-disable-next-line no-control-regex -- replacing control characters is the point
+export const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f]+/g, ' ');
+
 const label = (n: GraphNode) =>
-  `${KIND_WORD[n.kind]} ${n.name}${n.detail ? ` (${n.detail})` : ''}${n.absent ? ' (not found)' : ''}`;
-const edgeText = (e: GraphEdge) => `${e.state}${e.reason ? `: ${e.reason}` : ''}${e.note ? ` (${e.note})` : ''}`;
+  oneLine(`${KIND_WORD[n.kind]} ${n.name}${n.detail ? ` (${n.detail})` : ''}${n.absent ? ' (not found)' : ''}`);
+const edgeText = (e: GraphEdge) => {
+  const recorded = e.recorded
+    ? `; reconciler: ${e.recorded.state}${e.recorded.message ? ` (${e.recorded.message})` : ''}`
+    : '';
+  return oneLine(`${e.state}${e.reason ? `: ${e.reason}` : ''}${e.note ? ` (${e.note})` : ''}${recorded}`);
+};
 
 /** One block per cluster: its connections, one line each with the state and why. */
 export function renderGraphText(g: ConnectionGraph): string {
@@ -48,8 +57,19 @@ const MERMAID_ARROW: Record<EdgeState, string> = {
   Unknown: '-.->',
 };
 
-/** Mermaid text: `"` cannot be escaped in a label, `#quot;` is Mermaid's entity for it. */
-const mermaidText = (s: string) => s.replace(/"/g, '#quot;');
+/**
+ * Mermaid label text: Mermaid's entity codes for every character that could end the label, start a
+ * directive (`%%`) or be read as HTML (`#` first, since the entities start with it).
+ */
+export const mermaidText = (s: string) =>
+  s
+    .replace(/#/g, '#35;')
+    .replace(/"/g, '#quot;')
+    .replace(/</g, '#lt;')
+    .replace(/>/g, '#gt;')
+    .replace(/&/g, '#amp;')
+    .replace(/%/g, '#37;')
+    .replace(/\|/g, '#124;');
 
 /** A Mermaid flowchart: solid arrows for Connected, dotted ones labelled with the state and reason otherwise. */
 export function renderGraphMermaid(g: ConnectionGraph): string {

@@ -102,51 +102,84 @@ describe('rendering', () => {
 });
 
 describe('explain', () => {
-  it('each connection with why, beside what the reconciler recorded; each member’s generator; conditions', async () => {
+  /** notebook with two controller seats; nb-0 and nb-1 recorded holders (ids 1, 2), nb-1's pod away. */
+  async function explained(pods: ReturnType<typeof pod>[], generator = 3) {
     const s = snapshot();
+    const base = s.clusters[0]!;
     const c = {
-      ...s.clusters[0]!,
-      spec: { ...s.clusters[0]!.spec, configMetaGenerator: 3 },
+      ...base,
+      spec: { ...base.spec, configMetaGenerator: generator, roles: [{ id: 'controller', members: 3 }] },
       status: {
         lastConfigMetaGenerator: 2,
-        seatHolders: { 'nb-0': { role: 'controller', fqdn: 'a' }, 'nb-1': { role: 'controller', fqdn: 'b' } },
+        lastNodeID: 2,
+        nodeIDs: { 'nb-0': 1, 'nb-1': 2 },
+        seatHolders: {
+          'nb-0': { role: 'controller', fqdn: 'nb-0.notebook.ml.svc.cluster.local' },
+          'nb-1': { role: 'controller', fqdn: 'nb-1.notebook.ml.svc.cluster.local' },
+        },
         connections: [{ kind: 'Cluster' as const, name: 'training', state: 'Missing' as const, message: 'not yet' }],
         conditions: [
           {
             type: 'Ready',
             status: 'False' as const,
             reason: 'Reconciling',
-            message: 'one pod lags',
+            message: 'one\npod lags',
             lastTransitionTime: 't',
           },
         ],
       },
     };
-    const { own, edges } = await connectionEdges(c, s, OPTS);
-    const gen = (g: string) => ({ annotations: { [ANNOTATION_CONFIGMETA_GENERATOR]: g } });
-    const text = explainCluster({
-      cluster: c,
-      own,
-      systemNamespace: SYSTEM_NS,
-      edges,
-      pods: [
-        pod('nb-1', 'notebook', 'controller', gen('2')),
-        pod('nb-0', 'notebook', 'controller', gen('3')),
-        pod('nb-9', 'notebook', 'controller'),
-      ],
-    });
+    const withRoles = {
+      ...s,
+      apps: s.apps.map((a) =>
+        a.metadata.name === 'jupyter'
+          ? { ...a, spec: { ...a.spec, roles: [{ id: 'controller', cardinality: '1+' }] } }
+          : a,
+      ),
+    };
+    const { own, edges } = await connectionEdges(c, withRoles, OPTS);
+    return explainCluster({ cluster: c, own, systemNamespace: SYSTEM_NS, edges, pods });
+  }
+  const gen = (g: string) => ({ annotations: { [ANNOTATION_CONFIGMETA_GENERATOR]: g } });
+
+  it('each connection with why, beside what the reconciler recorded; members as the reconciler seats them; conditions', async () => {
+    const text = await explained([
+      pod('nb-0', 'notebook', 'controller', gen('2')),
+      pod('nb-1', 'notebook', 'controller', { ...gen('3'), deleting: true }),
+      pod('nb-9', 'notebook', 'controller', gen('3')),
+      pod('stray', 'notebook', 'controller'),
+    ]);
     expect(text).toContain(`  app: jupyter, found in namespace ${NS}\n`);
     expect(text).toContain('configmeta generator: 3 (spec.configMetaGenerator); last delivered to every member: 2');
     expect(text).toContain('  cluster training: Connected; reconciler: Missing (not yet)\n');
     expect(text).toContain('  configmap model: Connected; reconciler: not recorded yet\n');
     expect(text).toContain('  secret scm: Unlabeled — secret "scm" lacks label');
+    expect(text).toContain('  nb-0 (role controller, node id 1): generator 2, LAGS (the cluster is at 3)\n');
+    // Terminating: away, keeps its seat (the reconciler's rule), not "current".
     expect(text).toContain(
-      '  nb-0 (role controller): generator 3, current\n  nb-1 (role controller): generator 2, LAGS (the cluster is at 3)\n',
+      '  nb-1 (role controller, node id 2): away (its pod is gone or terminating): keeps its seat and id\n',
     );
-    expect(text).toContain('  nb-9 (role controller): not seated');
-    expect(text).toContain('  behind: nb-1\n');
+    expect(text).toMatch(/ {2}nb-9 \(role controller\): not a member, gets no document: .*seat/);
+    expect(text).toMatch(/ {2}stray \(role controller\): not a member, gets no document: /);
+    expect(text).toContain('  role controller seat 2: vacant (no pod fills it yet)\n');
+    expect(text).toContain('  behind: nb-0\n');
+    // A message with a line break stays on its line.
     expect(text).toContain('  Ready=False Reconciling: one pod lags\n');
-    expect(memberLag(pod('x', 'c', 'r'), 3, true)).toBe('no document yet');
+  });
+
+  it('every present member current: said so; no document yet is behind', async () => {
+    const current = await explained([
+      pod('nb-0', 'notebook', 'controller', gen('3')),
+      pod('nb-1', 'notebook', 'controller', gen('3')),
+    ]);
+    expect(current).toContain('  every member present holds the current generator\n');
+    const fresh = await explained([
+      pod('nb-0', 'notebook', 'controller', gen('3')),
+      pod('nb-1', 'notebook', 'controller'),
+    ]);
+    expect(fresh).toContain('  nb-1 (role controller, node id 2): no document yet\n');
+    expect(fresh).toContain('  behind: nb-1\n');
+    expect(memberLag(pod('x', 'c', 'r', gen('5')), 3)).toBe('generator 5, current');
   });
 
   it('says where the app was looked for when it is not found, and when pods cannot be listed', async () => {
@@ -162,8 +195,53 @@ describe('explain', () => {
     expect(text).toContain(
       `app: nowhere, NOT FOUND in namespace "${NS}" or in the system catalog (namespace "${SYSTEM_NS}")`,
     );
+    expect(text).toContain('configmeta generator: 0 (spec.configMetaGenerator unset)');
     expect(text).toContain('  (none)\n');
     expect(text).toContain('  cannot list pods with your credentials: pods is forbidden\n');
     expect(text).toContain('(none yet: the reconciler has not written status)');
+  });
+});
+
+describe('hostile names and partial reads', () => {
+  it('Mermaid labels cannot end early, start a directive or carry HTML; text stays one line per edge', async () => {
+    const s = snapshot();
+    s.clusters[1] = {
+      ...s.clusters[1]!,
+      spec: { ...s.clusters[1]!.spec, app: 'x"]\n%%{init: {}}%%\n<img src=x onerror=alert(1)>|#&' },
+    };
+    const g = await connectionGraph(s, OPTS);
+    const m = renderGraphMermaid(g);
+    const node = m.split('\n').find((l) => l.includes('kdcluster training'))!;
+    expect(node).toBe(
+      '  c1["kdcluster training (app x#quot;] #37;#37;{init: {}}#37;#37; #lt;img src=x onerror=alert(1)#gt;#124;#35;#amp;)"]',
+    );
+    expect(m.split('\n').filter((l) => l.startsWith('%%'))).toEqual([]);
+    const text = renderGraphText(g);
+    expect(text).toContain('kdcluster training (app x"] %%{init: {}}%% <img src=x onerror=alert(1)>|#&)\n');
+  });
+
+  it('apps unreadable: only verdicts that come from the apps become Unknown; Missing and self stay', async () => {
+    const s = { ...snapshot({ apps: 'forbidden' }), apps: [] };
+    s.clusters[0] = {
+      ...s.clusters[0]!,
+      spec: { ...s.clusters[0]!.spec, connections: { clusters: ['ghost', 'notebook', 'training'] } },
+    };
+    const g = await connectionGraph(s, OPTS);
+    const from = g.edges.filter((e) => e.from === 'Cluster/notebook').map((e) => [e.name, e.state]);
+    expect(from).toEqual([
+      ['ghost', 'Missing'],
+      ['notebook', 'NotConnectable'],
+      ['training', 'Unknown'],
+    ]);
+  });
+
+  it('graph shows what the reconciler recorded when it differs (it also checks sizes and settings)', async () => {
+    const s = snapshot();
+    s.clusters[0] = {
+      ...s.clusters[0]!,
+      status: { connections: [{ kind: 'ConfigMap', name: 'model', state: 'NotConnectable', message: 'too large' }] },
+    };
+    const text = renderGraphText(await connectionGraph(s, OPTS));
+    expect(text).toContain('  -> configmap model: Connected; reconciler: NotConnectable (too large)\n');
   });
 });

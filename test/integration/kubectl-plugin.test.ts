@@ -130,8 +130,8 @@ describe('kubectl kd-connections explain', () => {
     expect(r.stdout).toContain(`kdcluster ${ns}/notebook\n  app: jupyter-notebook, found in namespace ${ns}\n`);
     expect(r.stdout).toContain('  cluster training-cluster: Connected');
     expect(r.stdout).toContain('  secret scm-creds: Connected');
-    expect(r.stdout).toContain(`  notebook-0 (role controller): generator ${current}, current\n`);
-    expect(r.stdout).toContain('  every seated member holds the current generator\n');
+    expect(r.stdout).toContain(`  notebook-0 (role controller, node id 1): generator ${current}, current\n`);
+    expect(r.stdout).toContain('  every member present holds the current generator\n');
     expect(r.stdout).toMatch(/\n {2}Ready=\w+ /);
 
     // With the reconciler stopped, a new generator cannot reach the pod: explain says it lags.
@@ -147,7 +147,7 @@ describe('kubectl kd-connections explain', () => {
     ]);
     const lag = await plugin(['explain', 'notebook', '-n', ns]);
     expect(lag.stdout).toContain(
-      `  notebook-0 (role controller): generator ${current}, LAGS (the cluster is at ${current + 1})\n`,
+      `  notebook-0 (role controller, node id 1): generator ${current}, LAGS (the cluster is at ${current + 1})\n`,
     );
     expect(lag.stdout).toContain('  behind: notebook-0\n');
   });
