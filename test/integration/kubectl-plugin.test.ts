@@ -1,12 +1,15 @@
 /**
- * `kubectl kd-connections` against a real API server, found by kubectl itself on PATH as
- * `kubectl-kd_connections`: `graph` of the examples agrees, edge by edge, with what the running
+ * `kubectl kd-connections` against a real API server, installed as a user installs it — the package
+ * tarball `npm run pack:kubectl-plugin` makes, by `npm install` without a registry — and found by kubectl
+ * itself on PATH as `kubectl-kd_connections`: `graph` of the examples agrees, edge by edge, with what the running
  * reconciler (another process, the same classifier) records in each cluster's status; a user with only
  * `view` (and read on the kd kinds) gets Unknown where they may not read, never a guess; `explain` names
  * each member's generator and which lag; mistakes get a clear error and the right exit code.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chmodSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { packKubectlPlugin, PLUGIN_BIN } from '@kd-connections/images';
 import { TempDir, serviceAccountKubeconfig } from '../chart/chart-support.js';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
@@ -22,10 +25,17 @@ const CLUSTERS = ['kafka-events', 'training-cluster', 'spark-logs-nightly', 'not
 
 type Obj = Record<string, any>;
 
-/** Runs `kubectl kd-connections ARGS` as the user of `kubeconfig`, the plugin found on PATH by kubectl. */
+const installed = join(dir.path, 'prefix');
+/**
+ * Runs `kubectl kd-connections ARGS` as the user of `kubeconfig`, the installed plugin found on PATH by
+ * kubectl (this Node first on PATH: the bin runs with `env node`).
+ */
 const plugin = (args: string[], kubeconfig = env.info.kubeconfigPath) =>
   run(env.info.binDir.kubectl, ['kd-connections', ...args], {
-    env: { PATH: `${dir.path}:${process.env.PATH}`, KUBECONFIG: kubeconfig },
+    env: {
+      PATH: `${dirname(process.execPath)}:${join(installed, 'node_modules', '.bin')}:${process.env.PATH}`,
+      KUBECONFIG: kubeconfig,
+    },
   });
 
 beforeAll(async () => {
@@ -33,12 +43,15 @@ beforeAll(async () => {
   for (const f of ['10-apps.yaml', '20-configmaps.yaml', '30-secrets.yaml', '40-clusters.yaml'])
     await kubectlOk(env, ['apply', '-f', repoPath(`examples/${f}`)]);
   await apply(env, [memberPod('notebook-0', 'notebook')]);
-  // What `npm install -g ./cli` puts on PATH: an executable of that name running the built plugin.
-  const bin = dir.file(
-    'kubectl-kd_connections',
-    `#!/bin/sh\nexec "${process.execPath}" "${repoPath('cli/dist/main.js')}" "$@"\n`,
-  );
-  chmodSync(bin, 0o755);
+  // The package as `npm publish` would upload it, installed offline (its dependencies are bundled).
+  const tarball = packKubectlPlugin(repoPath('.'), dir.path);
+  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--prefix', installed, tarball], {
+    env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` },
+    stdio: 'pipe',
+  });
+  expect(
+    execFileSync('readlink', [join(installed, 'node_modules', '.bin', PLUGIN_BIN)], { encoding: 'utf8' }),
+  ).toContain('kubectl-kd-connections/dist/main.js');
   rec = await startReconciler(env, { args: [`--watch-namespaces=${ns}`] });
   await eventually('every example cluster has its connections recorded', async () => {
     const list = await getJson(env, ['kubedirectorclusters']);
@@ -46,7 +59,7 @@ beforeAll(async () => {
       ? true
       : undefined;
   });
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   await rec?.stop();
