@@ -306,6 +306,16 @@ describe('reconnectPass: --addnodes/--delnodes', () => {
     expect(failing.hooks).toEqual(['failed addnodes']);
   });
 
+  it('a status from before seat holders were recorded: no journal, no membership hook; --reconnect still runs', async () => {
+    const s = grown(grown(undefined).digest, undefined, 5);
+    delete s.c.status!.seatHolders;
+    delete s.c.status!.rosterChanges;
+    expect(await reconnectPass(s.c, s.deps)).toEqual({});
+    expect(s.hooks).toEqual(['ok reconnect']);
+    expect(s.added('/status/rosterChanges')).toBeUndefined();
+    expect(s.added('/status/memberReconnects')[POD]).toMatchObject({ generator: 5, rosterSeq: 0 });
+  });
+
   it('a sidecar injected before the roster file: nothing runs, the member is moved on and not read again', async () => {
     const s = grown(undefined);
     expect(await reconnectPass(s.c, s.deps)).toEqual({});
