@@ -117,7 +117,8 @@ export function renderMarkdown(r: BenchReport): string {
     );
   out.push('');
   out.push(
-    `Machine: ${r.machine.cores} cores, ${r.machine.cpuModel}, ${r.machine.totalMemMiB} MiB, Node ${r.machine.node} (${r.machine.platform}). ` +
+    `Commit: ${r.machine.revision ?? 'not recorded (a report from before the bench recorded it)'}. ` +
+      `Machine: ${r.machine.cores} cores, ${r.machine.cpuModel}, ${r.machine.totalMemMiB} MiB, Node ${r.machine.node} (${r.machine.platform}). ` +
       `Load average (1/5/15 min) at start ${r.machine.loadAverage.join(' / ')}, at end ${(r.loadAverageEnd ?? []).join(' / ')}; ` +
       'per section below. A load average near or above the core count means other work shared the machine and the absolute figures are pessimistic; the ratios compare runs made in the same conditions.',
   );
@@ -393,7 +394,10 @@ function peerRows(
     ic
       ? `p50 **${f(ic.edit.p50Ms, ' ms')}**, max **${f(ic.edit.maxMs, ' ms')}** (${ic.edit.seen}/${ic.pods} seen)`
       : '–',
-    'the kubelet alone refreshes a downward-API file 0.2–2 s after the pod update',
+    // Measured in this run, per pod: the pod object updated → the sidecar swapped the file in.
+    ic?.kubelet
+      ? `per pod, pod updated → file swapped (kubelet volume update + the sidecar's poll): p50 ${f(ic.kubelet.p50Ms, ' ms')}, max ${f(ic.kubelet.maxMs, ' ms')}`
+      : '–',
     `p50 ≤ ${T.inContainerP50Ms / 1000} s, max ≤ ${T.inContainerMaxMs / 1000} s`,
     measured(
       ic
