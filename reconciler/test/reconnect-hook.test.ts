@@ -288,7 +288,7 @@ describe('reconnectPass: --addnodes/--delnodes', () => {
     expect(s.calls.filter((c) => c.includes('/app:'))).toEqual([]);
     expect(s.added('/status/memberReconnects')[POD]).toMatchObject({ rosterSeq: 0 });
     expect(s.added('/status/rosterChanges').changes).toEqual([
-      { seq: 1, op: 'addnodes', role: 'controller', fqdns: [fqdn(1)] },
+      { seq: 1, op: 'addnodes', role: 'controller', fqdns: [fqdn(1)], roster: s.digest },
     ]);
   });
 

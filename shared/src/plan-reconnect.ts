@@ -34,7 +34,7 @@ import {
   SIDECAR_SOURCE_DIR,
   SOURCE_ROSTER_ITEM,
 } from './guestconfig-layout.js';
-import { changesPending, rosterDigest } from './plan-roster-changes.js';
+import { changesPending, rosterBaseline, rosterDigest } from './plan-roster-changes.js';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   LABEL_ROLE,
@@ -182,9 +182,8 @@ export interface ReadPlan {
 
 /**
  * Step 1: whose files to read. Only members of roles with a config package are tracked. A member's
- * membership baseline (rosterSeq) is the journal's current change once its annotation lists the
- * journal's roster (a member first seen with another roster takes it when it does: a change in between
- * goes unannounced to it — docs/app-authors.md says so).
+ * membership baseline (rosterSeq) is the change its annotated document is at (rosterBaseline): its app
+ * starts on that document or a later one, and hears of the changes after it.
  */
 export function planReconnectReads(
   members: ReconnectMember[],
@@ -196,8 +195,10 @@ export function planReconnectReads(
   const record: MemberReconnects = {};
   const read: string[] = [];
   const roles: Record<string, string> = {};
-  const current = journal && rosterDigest(journal.roster);
-  const baseline = (m: ReconnectMember) => (journal && m.roster === current ? { rosterSeq: journal.seq } : {});
+  const baseline = (m: ReconnectMember) => {
+    const seq = journal && rosterBaseline(journal, m.roster);
+    return seq === undefined ? {} : { rosterSeq: seq };
+  };
   for (const m of members) {
     if (!hookRoles.has(m.role)) continue;
     const prev = recorded?.[m.pod];

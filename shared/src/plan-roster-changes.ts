@@ -75,6 +75,8 @@ export function journalRoster(
     if (left.length > 0) changes.push({ seq: ++seq, op: 'delnodes', role, fqdns: left });
     if (joined.length > 0) changes.push({ seq: ++seq, op: 'addnodes', role, fqdns: joined });
   }
+  // The last change of the update carries the digest of the roster it leads to (rosterBaseline reads it).
+  changes[changes.length - 1] = { ...changes.at(-1)!, roster: rosterDigest(now) };
   return { seq, roster: now, changes };
 }
 
@@ -102,6 +104,18 @@ export function subscribedEvents(app: KDApp): Map<string, ReadonlySet<string> | 
     out.set(r.id, Array.isArray(list) ? new Set(list) : undefined);
   }
   return out;
+}
+
+/**
+ * The change a member's document is at, from the roster digest annotated on its pod: the journal's current
+ * one, else the latest kept change that led to that roster; undefined when the journal does not know it
+ * (yet: its roster is newer than the journal). A member first seen late is thus told of the changes after
+ * the document it started with, as long as the journal keeps them.
+ */
+export function rosterBaseline(journal: RosterJournal, digest: string | undefined): number | undefined {
+  if (digest === undefined) return undefined;
+  if (digest === rosterDigest(journal.roster)) return journal.seq;
+  return journal.changes.findLast((c) => c.roster === digest)?.seq;
 }
 
 /** True when the member's record waits for changes that the documents now list. */

@@ -212,6 +212,8 @@ export interface RosterChange {
   op: RosterOp;
   role: string;
   fqdns: string[];
+  /** On the last change of a roster update: the digest of the roster it leads to. */
+  roster?: string;
 }
 
 /**

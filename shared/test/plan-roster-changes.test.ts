@@ -66,9 +66,17 @@ describe('the journal', () => {
   it('a role that grows is one addnodes change naming the members that joined', () => {
     const j = journalRoster(journalRoster(undefined, TWO), THREE, ['controller', 'worker']);
     expect(j.seq).toBe(1);
-    expect(j.changes).toEqual([{ seq: 1, op: 'addnodes', role: 'worker', fqdns: [f('w-2')] }]);
+    expect(j.changes).toEqual([
+      { seq: 1, op: 'addnodes', role: 'worker', fqdns: [f('w-2')], roster: rosterDigest(THREE) },
+    ]);
     const back = journalRoster(j, TWO, ['controller', 'worker']);
-    expect(back.changes.at(-1)).toEqual({ seq: 2, op: 'delnodes', role: 'worker', fqdns: [f('w-2')] });
+    expect(back.changes.at(-1)).toEqual({
+      seq: 2,
+      op: 'delnodes',
+      role: 'worker',
+      fqdns: [f('w-2')],
+      roster: rosterDigest(TWO),
+    });
   });
 
   it('several roles in the app’s role order, departures before arrivals within a role', () => {
@@ -120,11 +128,26 @@ describe('who hears of what', () => {
     expect(reads.read).toEqual([]);
   });
 
-  it('a member first seen before its annotation lists the roster gets its baseline later', () => {
+  it('a member first seen with an older document starts from the change it is at, and hears the later ones', () => {
+    // Its document lists TWO (the roster before change 1): baseline 0, so change 1 is still due to it.
     const behind = member('w-0', { roster: rosterDigest(TWO) });
-    const reads = planReconnectReads([behind], undefined, new Set(['worker']), NOW, j1);
-    expect(reads.record['w-0']).toEqual({ uid: 'uid-w-0', generator: 1 });
-    const later = planReconnectReads([member('w-0')], reads.record, new Set(['worker']), NOW, j1);
+    const j = journalRoster(journalRoster(journalRoster(undefined, roster({ controller: ['c-0'] })), TWO), THREE);
+    expect(j.changes.map((c) => [c.seq, c.roster])).toEqual([
+      [1, rosterDigest(TWO)],
+      [2, rosterDigest(THREE)],
+    ]);
+    const reads = planReconnectReads([behind], undefined, new Set(['worker']), NOW, j);
+    expect(reads.record['w-0']).toEqual({ uid: 'uid-w-0', generator: 1, rosterSeq: 1 });
+    // A document the journal does not know yet (newer): no baseline until it does.
+    const unknown = planReconnectReads(
+      [member('w-0', { roster: 'f'.repeat(32) })],
+      undefined,
+      new Set(['worker']),
+      NOW,
+      j,
+    );
+    expect(unknown.record['w-0']).toEqual({ uid: 'uid-w-0', generator: 1 });
+    const later = planReconnectReads([member('w-0')], unknown.record, new Set(['worker']), NOW, j1);
     expect(later.record['w-0']!.rosterSeq).toBe(1);
   });
 
