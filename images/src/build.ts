@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { gitRevision } from './git-revision.js';
 import { buildGuestconfigImage, GUESTCONFIG } from './guestconfig-image.js';
 import {
   buildServiceImage,
@@ -24,20 +25,6 @@ import {
 const IMAGES = [...SERVICES, GUESTCONFIG] as const;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-/** The commit built from; `-dirty` when tracked files differ from it. */
-export function gitRevision(root: string): string | undefined {
-  try {
-    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
-      cwd: root,
-      encoding: 'utf8',
-    });
-    return dirty.trim() ? `${head}-dirty` : head;
-  } catch {
-    return undefined;
-  }
-}
 
 function main(): void {
   const { values } = parseArgs({

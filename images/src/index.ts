@@ -1,4 +1,5 @@
 /** The image builder, for the test harness (the CLI is build.ts: `npm run images`). */
+export * from './git-revision.js';
 export * from './guestconfig-image.js';
 export * from './image-inputs.js';
 export * from './oci-image.js';

@@ -3,10 +3,10 @@
  * namespace (the interface the test helpers take, built here without jest), bounded-concurrency
  * creation of many objects, and the machine description every report carries.
  */
-import { execFileSync } from 'node:child_process';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { errorStatus } from '@kd-connections/shared';
+import { gitRevision } from '../../images/src/git-revision.js';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import type { TestEnv } from '../support/cluster.js';
 import { createNamespace } from '../support/namespaces.js';
@@ -89,23 +89,10 @@ export interface MachineInfo {
   revision?: string;
 }
 
-function gitRevision(): string {
-  try {
-    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
-      cwd: repoRoot,
-      encoding: 'utf8',
-    });
-    return dirty.trim() ? `${head}-dirty` : head;
-  } catch {
-    return 'unknown (not a git checkout)';
-  }
-}
-
 export function machineInfo(): MachineInfo {
   const c = cpus();
   return {
-    revision: gitRevision(),
+    revision: gitRevision(repoRoot) ?? 'unknown (not a git checkout)',
     cores: c.length,
     cpuModel: c[0]?.model?.trim() ?? 'unknown',
     node: process.version,
