@@ -6,7 +6,6 @@
  * name, index digest, per-architecture manifest digests and size. The workspaces must be compiled first
  * (`npm run images` runs `tsc -b`).
  */
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
