@@ -237,11 +237,14 @@ export function roleSecretKeys(cluster: KDCluster, role: string): Record<string,
 }
 
 /**
- * The roles configmeta lists services for: the roles the cluster declares plus any role a member pod
- * carries (KubeDirector lists a declared role's services even when it has no member yet).
+ * The roles configmeta lists services for. A cluster's own document: the roles it declares plus any role
+ * a member pod carries (KubeDirector lists a declared role's services even when it has no member yet).
+ * An embedded (connected) cluster: only roles with members — KubeDirector reads those from the connected
+ * cluster's status, which keeps a role only while it has members.
  */
-function listedRoles(cluster: KDCluster, members: Member[]): string[] {
-  const roles = (cluster.spec?.roles ?? []).map((r) => r?.id).filter((x): x is string => typeof x === 'string');
+function listedRoles(cluster: KDCluster, members: Member[], embedded: boolean): string[] {
+  const declared = (cluster.spec?.roles ?? []).map((r) => r?.id).filter((x): x is string => typeof x === 'string');
+  const roles = embedded ? declared.filter((r) => members.some((m) => m.role === r)) : declared;
   for (const m of members) if (!roles.includes(m.role)) roles.push(m.role);
   return roles;
 }
@@ -258,7 +261,8 @@ export function renderClusterSection(
   const distroId = spec.distroID ?? '';
   const appServices = (spec.services ?? []).filter((s) => s && typeof s.id === 'string');
   const byId = new Map(appServices.map((s) => [s.id, s]));
-  const roles = listedRoles(cluster, members);
+  // A connected cluster is rendered with its references rooted under connections.clusters.<name>.
+  const roles = listedRoles(cluster, members, prefix.length > 0);
 
   // services.<id>.1.<role>: app service order, every listed role whose roleServices name the service.
   const services: ClusterSection['services'] = {};

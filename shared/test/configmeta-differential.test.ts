@@ -4,7 +4,7 @@
  * configcli lists keys in file order — with the document KubeDirector's rules give for the same objects
  * (kubedirector-reference.ts). Two views are compared: what any process reads (the public document) and
  * what configcli gives root (the private document merged over it, configcli's shallow dict.update).
- * Every difference must match one entry of ALLOWED below for that view, and every entry must be needed
+ * Every difference must match one entry of ALLOWED (kubedirector-differences.ts) for that view, and every entry must be needed
  * by some case (so the list never goes stale).
  */
 import { describe, expect, it } from '@jest/globals';
@@ -26,115 +26,8 @@ import {
   pod,
   secret,
 } from './fixtures.js';
-import {
-  DECRYPTED_BY_KUBEDIRECTOR,
-  GENERATED_TOKEN,
-  kubedirectorConfigmeta,
-  type KdClusterState,
-  type KdMember,
-  type KdWorld,
-} from './kubedirector-reference.js';
-
-type Obj = { [k: string]: Json };
-interface Diff {
-  path: string[];
-  kd: Json | undefined;
-  ours: Json | undefined;
-}
-
-const isObj = (v: Json | undefined): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const same = (a: Json | undefined, b: Json | undefined) => JSON.stringify(a) === JSON.stringify(b);
-
-/** Differences between two documents: objects field by field (a key-order change is one diff), values whole. */
-function diff(kd: Json | undefined, ours: Json | undefined, path: string[] = []): Diff[] {
-  if (isObj(kd) && isObj(ours)) {
-    const keys = [...new Set([...Object.keys(kd), ...Object.keys(ours)])];
-    const out = keys.flatMap((k) => diff(kd[k], ours[k], [...path, k]));
-    const common = (o: Obj, other: Obj) => Object.keys(o).filter((k) => k in other);
-    if (out.length === 0 && !same(common(kd, ours), common(ours, kd))) {
-      out.push({ path: [...path, '<key order>'], kd: Object.keys(kd), ours: Object.keys(ours) });
-    }
-    return out;
-  }
-  // Lists of entries (ConfigMaps of a type) element by element; lists of strings whole.
-  if (Array.isArray(kd) && Array.isArray(ours) && kd.length === ours.length && [...kd, ...ours].every(isObj)) {
-    return kd.flatMap((x, i) => diff(x, ours[i], [...path, String(i)]));
-  }
-  return same(kd, ours) ? [] : [{ path, kd, ours }];
-}
-
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-const under = (d: Diff, ...prefix: (string | RegExp)[]) =>
-  prefix.every((p, i) => (typeof p === 'string' ? d.path[i] === p : p.test(d.path[i] ?? '')));
-
-/**
- * The allowed differences. The first four are the documented bug fixes; the rest are remaining
- * differences, each with its reason.
- */
-type View = 'non-root' | 'root';
-
-const ALLOWED: { name: string; why: string; views?: View[]; matches: (d: Diff) => boolean }[] = [
-  {
-    name: 'connected-member-repeated',
-    why: 'KubeDirector (Go 1.18 range variable) lists the last member of a connected role once per member; every member appears once here',
-    matches: (d) =>
-      under(d, 'connections', 'clusters', /./, 'nodegroups', '1', 'roles') &&
-      Array.isArray(d.kd) &&
-      Array.isArray(d.ours) &&
-      d.kd.length === d.ours.length &&
-      d.kd.every((x) => same(x, (d.ours as Json[]).at(-1))),
-  },
-  {
-    name: 'connected-fqdn-mappings-collapsed',
-    why: 'the same KubeDirector bug leaves one fqdn_mappings entry (the last member) per connected role',
-    matches: (d) =>
-      under(d, 'connections', 'clusters', /./, 'nodegroups', '1', 'roles', /./, 'fqdn_mappings') &&
-      d.path.length === 9 &&
-      d.kd === undefined &&
-      typeof d.ours === 'string',
-  },
-  {
-    name: 'connected-refkeys-prefixed',
-    why: "KubeDirector leaves a connected cluster's per-role and config_metadata references unprefixed, so they resolve in the host cluster; here they point into the connected cluster",
-    matches: (d) =>
-      under(d, 'connections', 'clusters') &&
-      d.path.at(-1) === 'bdvlibrefkey' &&
-      same(d.ours, ['connections', 'clusters', d.path[2]!, ...(d.kd as string[])]),
-  },
-  {
-    name: 'last-applied-dropped',
-    why: "kubectl's last-applied-configuration annotation is never copied (for a Secret it quotes the values; for a ConfigMap it doubles the size)",
-    matches: (d) => under(d, 'connections', /^(configmaps|secrets)$/, /./, /^\d+$/, 'annotations', LAST_APPLIED),
-  },
-  {
-    name: 'secret-values-not-public',
-    why: 'Secret values never enter the public document (they reach root in the container through the private file); the public entry keeps name, type label and keys',
-    views: ['non-root'],
-    matches: (d) =>
-      under(d, 'connections', 'secrets', /./, /^\d+$/) &&
-      (d.path[4] === 'data' ||
-        d.path[4] === 'redacted' ||
-        (/^(labels|annotations)$/.test(d.path[4] ?? '') && d.ours === undefined) ||
-        (d.path.length === 5 && d.path[4] === '<key order>')),
-  },
-  {
-    name: 'secret-keys-private',
-    why: 'role secret_keys are values: they reach root through the private file (its nodegroups / connections sections), never the public document',
-    views: ['non-root'],
-    matches: (d) => d.path.at(-1) === 'secret_keys' && d.ours === undefined,
-  },
-  {
-    name: 'secret-keys-encrypted-dropped',
-    why: "remaining: a secretKeys entry KubeDirector's webhook encrypted (encryptedValue) is decrypted by KubeDirector with the master key of its KubeDirectorConfig; kd-connections reads no KubeDirectorConfig and drops it, as KubeDirector drops one it cannot decrypt",
-    views: ['root'],
-    matches: (d) => d.path.at(-2) === 'secret_keys' && d.kd === DECRYPTED_BY_KUBEDIRECTOR && d.ours === undefined,
-  },
-  {
-    name: 'auth-token-not-generated',
-    why: 'remaining: KubeDirector generates a random token for hasAuthToken endpoints, keeps it in status.roles[].members[].authToken and annotates the member Service; kd-connections creates no Services, reads none, keeps no KubeDirector member status, and invents no token (authToken is "")',
-    matches: (d) => d.path.at(-1) === 'authToken' && d.kd === GENERATED_TOKEN && d.ours === '',
-  },
-];
+import { ALLOWED, LAST_APPLIED, diff, type View } from './kubedirector-differences.js';
+import { kubedirectorConfigmeta, type KdClusterState, type KdMember, type KdWorld } from './kubedirector-reference.js';
 
 // ---- the table ----------------------------------------------------------------------------------
 
@@ -242,7 +135,7 @@ function catalogCase(): Case {
   const kafka = app('kafka-broker', {
     distroID: 'bluedata/kafka',
     version: '1.0',
-    roles: [{ id: 'zookeeper' }, { id: 'broker' }],
+    roles: [{ id: 'zookeeper' }, { id: 'broker' }, { id: 'rest' }],
     services: [
       { id: 'zk', label: { name: 'ZooKeeper' }, endpoint: { port: 2181 } },
       { id: 'kafka', label: { name: 'Kafka' }, endpoint: { port: 9092, urlScheme: 'kafka' } },
@@ -251,6 +144,7 @@ function catalogCase(): Case {
       roleServices: [
         { roleID: 'zookeeper', serviceIDs: ['zk'] },
         { roleID: 'broker', serviceIDs: ['kafka'] },
+        { roleID: 'rest', serviceIDs: ['kafka'] },
       ],
     },
   });
@@ -308,6 +202,8 @@ function catalogCase(): Case {
         secretKeys: [{ name: 'zk-digest', value: 'super:xyz' }],
       },
       { id: 'broker', members: 3, resources: { limits: { cpu: '2', memory: '8Gi' } } },
+      // No members: its services are listed in kafka's own document, not where spark embeds kafka.
+      { id: 'rest', members: 0 },
     ],
     members: {
       zookeeper: [
@@ -362,19 +258,22 @@ function kdWorld(c: Case): KdWorld {
       cluster: kc,
       app: apps.get(cc.app)!,
       clusterService: service(cc.name),
-      roles: cc.roles.map((r) => ({
-        id: r.id,
-        members: (cc.members[r.id] ?? []).map(([pod, nodeID]): KdMember => {
-          const bs = r.blockStorage as { pathPrefix: string; numDevices: number } | undefined;
-          return {
-            pod,
-            nodeID,
-            ...(bs
-              ? { blockDevicePaths: Array.from({ length: bs.numDevices }, (_, i) => `${bs.pathPrefix}${i}`) }
-              : {}),
-          };
-        }),
-      })),
+      // KubeDirector's status keeps a role only while it has members (roles.go handleRoleCreate/Delete).
+      roles: cc.roles
+        .filter((r) => (cc.members[r.id] ?? []).length > 0)
+        .map((r) => ({
+          id: r.id,
+          members: (cc.members[r.id] ?? []).map(([pod, nodeID]): KdMember => {
+            const bs = r.blockStorage as { pathPrefix: string; numDevices: number } | undefined;
+            return {
+              pod,
+              nodeID,
+              ...(bs
+                ? { blockDevicePaths: Array.from({ length: bs.numDevices }, (_, i) => `${bs.pathPrefix}${i}`) }
+                : {}),
+            };
+          }),
+        })),
     };
   }
   return {
