@@ -240,7 +240,8 @@ export function roleSecretKeys(cluster: KDCluster, role: string): Record<string,
  * The roles configmeta lists services for. A cluster's own document: the roles it declares plus any role
  * a member pod carries (KubeDirector lists a declared role's services even when it has no member yet).
  * An embedded (connected) cluster: only roles with members — KubeDirector reads those from the connected
- * cluster's status, which keeps a role only while it has members.
+ * cluster's status, which keeps a role while it has members (also while the last ones are going; here a
+ * member whose pod is away still counts).
  */
 function listedRoles(cluster: KDCluster, members: Member[], embedded: boolean): string[] {
   const declared = (cluster.spec?.roles ?? []).map((r) => r?.id).filter((x): x is string => typeof x === 'string');
@@ -254,15 +255,14 @@ export function renderClusterSection(
   cluster: KDCluster,
   app: KDApp,
   members: Member[],
-  opts: { prefix?: string[]; secretKeys?: boolean } = {},
+  opts: { prefix?: string[]; secretKeys?: boolean; embedded?: boolean } = {},
 ): ClusterSection {
   const prefix = opts.prefix ?? [];
   const spec = app.spec ?? {};
   const distroId = spec.distroID ?? '';
   const appServices = (spec.services ?? []).filter((s) => s && typeof s.id === 'string');
   const byId = new Map(appServices.map((s) => [s.id, s]));
-  // A connected cluster is rendered with its references rooted under connections.clusters.<name>.
-  const roles = listedRoles(cluster, members, prefix.length > 0);
+  const roles = listedRoles(cluster, members, opts.embedded ?? false);
 
   // services.<id>.1.<role>: app service order, every listed role whose roleServices name the service.
   const services: ClusterSection['services'] = {};
@@ -349,7 +349,11 @@ export function renderClusterSection(
  */
 export function renderEmbeddedCluster(c: ConnectedCluster, opts: { secretKeys?: boolean } = {}): EmbeddedCluster {
   return {
-    ...renderClusterSection(c.cluster, c.app, c.members, { ...opts, prefix: ['connections', 'clusters', c.name] }),
+    ...renderClusterSection(c.cluster, c.app, c.members, {
+      ...opts,
+      prefix: ['connections', 'clusters', c.name],
+      embedded: true,
+    }),
     node: null,
     connections: { clusters: null, configmaps: null, secrets: null },
   };
