@@ -14,8 +14,9 @@
  *   directory is writable by every user (0777) and its log file exists, 0666.
  * - /etc/guestconfig as an app image keeps it: root 0755 (or the owner/mode the options give) holding
  *   base_img_version (`configcli --baseimg_version`), owned like the directory.
- * - Root is the image's user; the command is `sleep infinity`, so a pod or a KubeDirector role that
- *   gives no command keeps running.
+ * - Root is the image's user; the command sleeps until SIGTERM and then exits, so a pod or a KubeDirector
+ *   role that gives no command keeps running and stops at once when deleted (a bare `sleep infinity` as
+ *   PID 1 ignores SIGTERM: every KubeDirector member took its 30 s grace period to go).
  *
  * configcli's tree comes from ../shared/third_party/configcli beside the checkout (or $KD_CONFIGCLI_SRC);
  * when that is absent it is fetched with git at the pinned commit into the cache; when that fails the build
@@ -56,6 +57,8 @@ export const CONFIGCLI_IMAGE_FILES: Record<string, string> = { base_img_version:
 const PACKAGES = ['python3', 'python3-setuptools', 'python-is-python3', 'bash', 'coreutils', 'busybox-static'];
 /** Bump when the recipe below changes without its inputs changing. */
 const RECIPE = '1';
+/** The image's command: sleeps until SIGTERM, then exits (see the file comment). Part of the cache key. */
+const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep infinity & wait'];
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export interface ConfigcliSourceOptions {
@@ -220,6 +223,7 @@ export function configcliImage(o: ConfigcliImageOptions = {}): BuiltImage {
     `configcli ${treeDigest(src)}`,
     JSON.stringify(gc),
     JSON.stringify(CONFIGCLI_IMAGE_FILES),
+    JSON.stringify(COMMAND),
   ];
   const archive = cachedImage(name, key.join('\n'), (rootfs) => {
     const dl = mkdtempSync(join(tmpdir(), 'kd-debs-'));
@@ -277,7 +281,7 @@ export function configcliImage(o: ConfigcliImageOptions = {}): BuiltImage {
     }
     chownSync(etc, gc.uid, gc.gid);
     chmodSync(etc, gc.mode);
-    return { cmd: ['sleep', 'infinity'], keepOwners: true };
+    return { cmd: COMMAND, keepOwners: true };
   });
   return { name, archive };
 }

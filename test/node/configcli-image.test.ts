@@ -26,7 +26,7 @@ useDeliveryServices(env, async (node) => {
     kdApp('judge-app'),
     configMap('judge-model', { path: '/models/j' }),
     kdCluster('judge', 'judge-app', { configmaps: ['judge-model'] }),
-    // No command: the image's own (sleep infinity) keeps it running.
+    // No command: the image's own (sleep until SIGTERM) keeps it running.
     nodeMemberPod(POD, 'judge', { containers: [{ name: 'app', image: CONFIGCLI_IMAGE, imagePullPolicy: 'Never' }] }),
   ]);
   await waitPodReady(env, POD);
