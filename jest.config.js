@@ -44,6 +44,7 @@ export default {
         '<rootDir>/test/images/**/*.test.ts',
         '<rootDir>/test/docs/**/*.test.ts',
         '<rootDir>/test/controlplane/**/*.test.ts',
+        '<rootDir>/test/kubedirector/**/*.unit.test.ts',
       ],
     },
     {
@@ -56,7 +57,7 @@ export default {
       globalTeardown: '<rootDir>/test/jest/global-teardown.js',
       // *.own-node.test.ts start a control plane AND a node of their own (the real KubeDirector's CRDs
       // cannot share the suite's API server, and a kubelet joins one): project `own-node` below.
-      testPathIgnorePatterns: ['\\.own-node\\.test\\.ts$'],
+      testPathIgnorePatterns: ['\\.own-node\\.test\\.ts$', '\\.unit\\.test\\.ts$'],
       slowTestThreshold: 30,
     },
     ...ownNode,

@@ -13,16 +13,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { writes } from '../support/audit.js';
-import { apiServerVersion } from '../support/cluster.js';
+import { chartValidatingConfiguration as chartConfiguration } from '../support/chart-webhooks.js';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
 import { kdApp, kdCluster, configMap } from '../support/kd-objects.js';
 
 type Obj = Record<string, unknown>;
 import { installKubeDirectorCrds } from '../support/kubedirector-crds.js';
-import { ok, repoRoot, run, sleep } from '../support/processes.js';
+import { ok, sleep } from '../support/processes.js';
 import { startAdmission, startReconciler, type RunningAdmission } from '../support/services.js';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 
 const env = useDedicatedControlPlane({}, 'coexistence');
 const G = { group: 'kubedirector.hpe.com', version: 'v1beta1' } as const;
@@ -110,34 +108,8 @@ const KD_STATUS = {
   ],
 };
 
-/** The chart's validating configuration for this namespace and port, as rendered in kubedirector mode. */
-async function chartValidatingConfiguration(port: number, mode: 'kubedirector' | 'default'): Promise<Doc> {
-  const info = env.info;
-  const r = await run(info.binDir.helm, [
-    'template',
-    'kd',
-    join(repoRoot, 'charts', 'kd-connections'),
-    '--namespace',
-    'kd-system',
-    '--kube-version',
-    await apiServerVersion(info),
-    '--set',
-    `webhook.url=https://127.0.0.1:${port}`,
-    '--set',
-    `webhook.caBundle=${Buffer.from(info.webhookCaPem).toString('base64')}`,
-    '--set',
-    `watchNamespaces={${env.namespace}}`,
-    '--set',
-    `kubedirector.enabled=${mode === 'kubedirector'}`,
-    '--show-only',
-    'templates/webhooks.yaml',
-  ]);
-  ok(r, 'helm template webhooks.yaml');
-  const docs = parseAllDocuments(r.stdout).map((d) => d.toJSON() as Doc);
-  const v = docs.find((d) => d?.kind === 'ValidatingWebhookConfiguration')!;
-  v.metadata = { name: `kd-coexist-${mode}` };
-  return v;
-}
+const chartValidatingConfiguration = (port: number, mode: 'kubedirector' | 'default') =>
+  chartConfiguration(env.info, { port, namespace: env.namespace, mode, name: `kd-coexist-${mode}` });
 
 async function register(config: Doc): Promise<() => Promise<void>> {
   ok(await env.kubectl(['apply', '-f', '-'], { input: JSON.stringify(config), namespace: false }), 'register');

@@ -109,19 +109,27 @@ export function nodeMemberPod(name: string, cluster: string, o: NodeMemberPodOpt
 }
 
 /**
- * The member workload of `cluster`'s role `controller` as a user writes it: a StatefulSet (Parallel, as
- * KubeDirector makes them) named after the cluster, one `app` container of `image` (its own command
- * unless `command` is given), on the test node.
+ * The member workload of `cluster`'s role `controller` (or `o.role`) as a user writes it: a StatefulSet
+ * (Parallel, as KubeDirector makes them) named after the cluster (or `<cluster>-<role>` for another role),
+ * its Service named after the cluster (or `o.serviceName`), one `app` container of `image` (its own
+ * command unless `command` is given), on the test node.
  */
-export function memberStatefulSet(cluster: string, replicas: number, image: string, command?: string[]): Obj {
-  const labels = { [LABEL_KDCLUSTER]: cluster, [LABEL_ROLE]: 'controller' };
+export function memberStatefulSet(
+  cluster: string,
+  replicas: number,
+  image: string,
+  command?: string[],
+  o: { role?: string; serviceName?: string; resources?: Obj } = {},
+): Obj {
+  const role = o.role ?? 'controller';
+  const labels = { [LABEL_KDCLUSTER]: cluster, [LABEL_ROLE]: role };
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
-    metadata: { name: cluster },
+    metadata: { name: o.role ? `${cluster}-${role}` : cluster },
     spec: {
       replicas,
-      serviceName: cluster,
+      serviceName: o.serviceName ?? cluster,
       podManagementPolicy: 'Parallel',
       selector: { matchLabels: labels },
       template: {
@@ -130,7 +138,15 @@ export function memberStatefulSet(cluster: string, replicas: number, image: stri
           hostNetwork: true,
           tolerations: [TEST_NODE_TOLERATION],
           terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'app', image, imagePullPolicy: 'Never', ...(command ? { command } : {}) }],
+          containers: [
+            {
+              name: 'app',
+              image,
+              imagePullPolicy: 'Never',
+              ...(command ? { command } : {}),
+              ...(o.resources ? { resources: o.resources } : {}),
+            },
+          ],
         },
       },
     },

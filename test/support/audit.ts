@@ -10,6 +10,7 @@ export interface AuditEvent {
   verb: string;
   requestURI: string;
   userAgent?: string;
+  user?: { username?: string };
   objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string; apiGroup?: string };
   responseStatus?: { code?: number };
   requestReceivedTimestamp: string;
