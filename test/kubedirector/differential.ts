@@ -213,14 +213,13 @@ export function differencesTable(explained: Explained[]): string {
   const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
   for (const e of [...explained].sort((x, y) => cmp(x.reason, y.reason) || cmp(x.field, y.field)))
     if (!first.has(e.reason)) first.set(e.reason, e);
-  const count = (r: string) => explained.filter((e) => e.reason === r).length;
   const rows = [...first.values()].map(
     (e) =>
-      `| \`${e.reason}\` | \`${e.field.replace(/\|/g, '\\|')}\` | ${cell(e.kd)} | ${cell(e.ours)} | ${count(e.reason)} | ${e.why.replace(/\|/g, '\\|')} |`,
+      `| \`${e.reason}\` | \`${e.field.replace(/\|/g, '\\|')}\` | ${cell(e.kd)} | ${cell(e.ours)} | ${e.why.replace(/\|/g, '\\|')} |`,
   );
   return [
-    '| difference | field (first of its kind) | KubeDirector | kd-connections | times seen | why |',
-    '|---|---|---|---|---|---|',
+    '| difference | field (first of its kind) | KubeDirector | kd-connections | why |',
+    '|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }

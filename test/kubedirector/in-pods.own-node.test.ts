@@ -1,8 +1,8 @@
 /**
  * The in-pod differential: the real KubeDirector operator and kd-connections each deliver configmeta into
  * real containers of the configcli test image, for the same topology (STEPS: one member; members
- * 1 → 4 → 2; connections to a cluster, to ConfigMaps and Secrets of two types each; a cycle; an edit of a
- * connected ConfigMap and Secret), and every member's document is read from inside — `cat` as root and
+ * 1 → 4 → 2; connections to a cluster, to ConfigMaps and Secrets of two types each; an edit of a
+ * connected ConfigMap and Secret; a cycle), and every member's document is read from inside — `cat` as root and
  * as the app user, and the real `configcli -g` for each namespace — and compared
  * (test/kubedirector/differential.ts). Each side has a control plane and a node of its own, in turn
  * (their CRDs share names; a kubelet joins one API server): KubeDirector first, behind the loopback
@@ -224,7 +224,7 @@ async function editConnectedObjects(e: TestEnv): Promise<void> {
 
 /**
  * The topology, step by step: one member; members 1 → 4 → 2; connections to a cluster (one hop), to
- * ConfigMaps and Secrets of two types each; a cycle; an edit of a connected ConfigMap and Secret.
+ * ConfigMaps and Secrets of two types each; an edit of a connected ConfigMap and Secret; a cycle.
  * `clusters` are the clusters whose members are compared after the step; `count` their members;
  * `ready` tells a document that already shows the step from one that does not yet.
  */
@@ -260,13 +260,15 @@ const STEPS: Step[] = [
   { title: 'members 1 → 4', count: { [CLUSTER]: 4 }, run: (s) => s.applyCluster(CLUSTER, 3) },
   { title: 'members 4 → 2', count: { [CLUSTER]: 2 }, run: (s) => s.applyCluster(CLUSTER, 1) },
   CONNECT,
-  CYCLE,
   {
     title: 'an edit of a connected ConfigMap and Secret',
     count: { [CLUSTER]: 2, [OTHER]: 3 },
     run: (s) => editConnectedObjects(s.env),
     ready: (doc, c) => c !== CLUSTER || (has(doc, '"hi"') && has(doc, EDITED_PASSWORD)),
   },
+  // Last: with the cycle KubeDirector never settles (docs/kubedirector.md), and under load it then did not
+  // re-deliver a later edit within 5 minutes.
+  CYCLE,
 ];
 
 interface KdMemberStatus {
@@ -439,7 +441,7 @@ describe('KubeDirector delivers configmeta.json into configcli containers', () =
   });
 
   test('the real configcli reads the one-hop connections', async () => {
-    for (const m of memberLists.get(STEPS.at(-1)!.title)!.filter((x) => x.cluster === CLUSTER)) {
+    for (const m of memberLists.get(CYCLE.title)!.filter((x) => x.cluster === CLUSTER)) {
       expect(await configcliValue(env, inPod(m.pod), 'connections.clusters')).toBe(OTHER);
       // Types as Go map keys: sorted.
       expect(await configcliValue(env, inPod(m.pod), 'connections.configmaps')).toBe('model,settings');
