@@ -1,13 +1,16 @@
 /**
- * Whether the kubedirector.hpe.com API this installation runs on belongs to KubeDirector rather than to
- * kd-connections: pure judgement over what any authenticated client may read (API discovery and the
- * published OpenAPI v3 schema, both in the built-in system:discovery role), so the check needs no RBAC.
+ * Whether KubeDirector runs where this installation runs: pure judgement over what the guard read.
  *
  * - KubeDirector's deployment always creates kubedirectorconfigs (and kubedirectorstatusbackups), its
  *   operator needs them, and kd-connections never installs them: their presence means the operator is
- *   (or was) installed.
+ *   (or was) installed. Discovery, readable by every authenticated client.
  * - kd-connections' own kdcluster CRD declares spec.configMetaGenerator and status.lastConfigMetaGenerator;
- *   KubeDirector's prunes both, so without them every write of the services would be thrown away.
+ *   KubeDirector's prunes both, so without them every write of the services would be thrown away. The
+ *   published OpenAPI v3 schema, readable by every authenticated client.
+ * - The operator itself, by name: its Deployment `kubedirector` (deploy/kubedirector/deployment-prebuilt.yaml;
+ *   the operator finds itself by OPERATOR_NAME, so the name is fixed) in any namespace, and the webhook
+ *   configuration it registers when it starts. The chart grants these two reads; without them (a service
+ *   run with less) they are unknown, and the other findings still count.
  */
 
 /** Resources of the group that only KubeDirector installs. */
@@ -15,6 +18,12 @@ export const KUBEDIRECTOR_ONLY_RESOURCES = ['kubedirectorconfigs', 'kubedirector
 
 /** Fields of the kdcluster schema kd-connections' default mode writes and reads. */
 export const NEEDED_CLUSTER_FIELDS = ['spec.configMetaGenerator', 'status.lastConfigMetaGenerator'] as const;
+
+/** KubeDirector's Deployment (and OPERATOR_NAME) in its deploy/ tree. */
+export const KUBEDIRECTOR_OPERATOR_NAME = 'kubedirector';
+
+/** The MutatingWebhookConfiguration KubeDirector's operator registers at start. */
+export const KUBEDIRECTOR_WEBHOOK_CONFIGURATION = 'kubedirector-webhook';
 
 /** The OpenAPI v3 component name the API server gives the kdcluster schema. */
 export const KDCLUSTER_OPENAPI_COMPONENT = 'com.hpe.kubedirector.v1beta1.KubeDirectorCluster';
@@ -24,6 +33,10 @@ export interface ApiObservation {
   resources: string[] | undefined;
   /** The published kdcluster schema; undefined when none is published (yet). */
   clusterSchema: unknown;
+  /** "namespace/name" of each Deployment named KUBEDIRECTOR_OPERATOR_NAME; undefined when not readable. */
+  operatorDeployments?: string[];
+  /** Whether KUBEDIRECTOR_WEBHOOK_CONFIGURATION exists; undefined when not readable. */
+  operatorWebhook?: boolean;
 }
 
 function property(schema: unknown, path: string): unknown {
@@ -44,6 +57,12 @@ export function kubeDirectorFindings(o: ApiObservation): string[] {
     out.push(
       `KubeDirector's operator is installed (the API serves ${only.map((r) => `${r}.kubedirector.hpe.com`).join(' and ')})`,
     );
+  }
+  if (o.operatorDeployments?.length) {
+    out.push(`KubeDirector's operator Deployment exists (${o.operatorDeployments.join(', ')})`);
+  }
+  if (o.operatorWebhook) {
+    out.push(`KubeDirector's operator registered its webhook configuration ${KUBEDIRECTOR_WEBHOOK_CONFIGURATION}`);
   }
   if (o.resources?.includes('kubedirectorclusters') && o.clusterSchema !== undefined) {
     const missing = NEEDED_CLUSTER_FIELDS.filter((f) => property(o.clusterSchema, f) === undefined);

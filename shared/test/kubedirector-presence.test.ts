@@ -48,6 +48,36 @@ describe('kubeDirectorFindings', () => {
     ]);
   });
 
+  it('names the operator by its Deployment and its webhook configuration; unknown (unreadable) is no finding', () => {
+    expect(
+      kubeDirectorFindings({
+        resources: undefined,
+        clusterSchema: undefined,
+        operatorDeployments: ['kd-ops/kubedirector', 'other/kubedirector'],
+        operatorWebhook: true,
+      }),
+    ).toEqual([
+      "KubeDirector's operator Deployment exists (kd-ops/kubedirector, other/kubedirector)",
+      "KubeDirector's operator registered its webhook configuration kubedirector-webhook",
+    ]);
+    expect(
+      kubeDirectorFindings({
+        resources: undefined,
+        clusterSchema: undefined,
+        operatorDeployments: [],
+        operatorWebhook: false,
+      }),
+    ).toEqual([]);
+    expect(
+      kubeDirectorFindings({
+        resources: ['kubedirectorclusters'],
+        clusterSchema: own,
+        operatorDeployments: undefined,
+        operatorWebhook: undefined,
+      }),
+    ).toEqual([]);
+  });
+
   it('the message says what to set', () => {
     const m = kubeDirectorGuardMessage('kd-connections reconciler', ['x']);
     expect(m).toMatch(/^kd-connections reconciler is not acting: x\. /);

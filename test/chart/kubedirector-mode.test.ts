@@ -126,6 +126,7 @@ describe('kubedirector.enabled=true', () => {
     expect(app!.matchConditions.map((c: Doc) => c.name)).toEqual(['not-being-deleted', 'spec-changed']);
     // No guard in this mode, so no guard event rights either.
     expect(find(docs, 'Role', `${fullname}-guard-events`)).toEqual([]);
+    expect(find(docs, 'ClusterRole', `${fullname}-kubedirector-guard`)).toEqual([]);
   });
 
   it('the default mode renders the guard event rights, the mutating webhooks and no --kubedirector-mode', async () => {
@@ -134,6 +135,20 @@ describe('kubedirector.enabled=true', () => {
       { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
     ]);
     expect(one(docs, 'RoleBinding', `${fullname}-guard-events`).subjects.map((s: Doc) => s.name)).toEqual([
+      `${fullname}-admission`,
+      `${fullname}-reconciler`,
+    ]);
+    // Finding the operator by name: its Deployment (metadata list) and its webhook configuration, nothing more.
+    expect(one(docs, 'ClusterRole', `${fullname}-kubedirector-guard`).rules).toEqual([
+      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list'] },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations'],
+        resourceNames: ['kubedirector-webhook'],
+        verbs: ['get'],
+      },
+    ]);
+    expect(one(docs, 'ClusterRoleBinding', `${fullname}-kubedirector-guard`).subjects.map((s: Doc) => s.name)).toEqual([
       `${fullname}-admission`,
       `${fullname}-reconciler`,
     ]);

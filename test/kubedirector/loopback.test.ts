@@ -9,10 +9,12 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { CHART } from '../chart/chart-support.js';
 import { listeningAddresses } from '../controlplane/listening-sockets.js';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
 import {
   KD_NAMESPACE,
+  KD_OPERATOR_NAME,
   KD_VALIDATOR_SERVICE,
   KD_WEBHOOK_NAME,
   installKubeDirector,
@@ -164,10 +166,16 @@ describe("kd-connections' default mode next to the running operator", () => {
     // Discovery lists the resources in no fixed order.
     const found =
       /is not acting: KubeDirector's operator is installed \(the API serves [^)]*kubedirectorconfigs\.kubedirector\.hpe\.com/;
+    // The operator itself, by name: its Deployment (as deploy/ has it) and the configuration it registered.
+    const byName = [
+      `KubeDirector's operator Deployment exists (${KD_NAMESPACE}/${KD_OPERATOR_NAME})`,
+      `KubeDirector's operator registered its webhook configuration ${KD_WEBHOOK_NAME}`,
+    ];
     const admission = await startAdmission(env, [`--system-namespace=${env.namespace}`]);
     try {
       const line = admission.logs().find((l) => l.reason === 'KubeDirectorFound');
       expect(line?.msg).toMatch(found);
+      for (const s of byName) expect(line?.msg).toContain(s);
       expect(line?.msg).toContain('set kubedirector.enabled=true');
     } finally {
       await admission.stop();
@@ -176,9 +184,35 @@ describe("kd-connections' default mode next to the running operator", () => {
     try {
       const line = await reconciler.waitForLog((l) => l.reason === 'KubeDirectorFound', 30_000);
       expect(line.msg).toMatch(found);
+      for (const s of byName) expect(line.msg).toContain(s);
       expect(reconciler.logs().some((l) => /leading|lease acquired|caches synced/i.test(String(l.msg)))).toBe(false);
     } finally {
       await reconciler.stop();
     }
+  }, 120_000);
+
+  test('helm refuses to install the default mode here, naming the webhook configuration and the CRD', async () => {
+    // --dry-run=server: the chart's lookups run with the installer's rights; nothing is created.
+    const r = await env.helm(['install', 'kd', CHART, '--namespace', env.namespace, '--dry-run=server']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("kd-connections' default mode is not installed next to KubeDirector");
+    expect(r.stderr).toContain(`KubeDirector's operator registered its webhook configuration ${KD_WEBHOOK_NAME}`);
+    expect(r.stderr).toContain('kubedirectorconfigs.kubedirector.hpe.com');
+    expect(r.stderr).toContain('set kubedirector.enabled=true');
+    // The same install in kubedirector mode is not refused by that check.
+    const kd = await env.helm([
+      'install',
+      'kd',
+      CHART,
+      '--namespace',
+      env.namespace,
+      '--dry-run=server',
+      '--set',
+      'kubedirector.enabled=true',
+      '--set',
+      'webhook.url=https://127.0.0.1:9443',
+    ]);
+    expect(kd.stderr).not.toContain('not installed next to KubeDirector');
+    expect(kd.code).toBe(0);
   }, 120_000);
 });

@@ -91,21 +91,21 @@ export function useTestEnv(seed = basename(expect.getState().testPath ?? 'test')
     },
     namespace,
     kubectl: (args, opts) => runKubectl(need(info), namespace, args, opts),
-    async helm(args, opts = {}) {
-      const i = need(info);
-      // helm template renders for Kubernetes 1.20 unless told; the chart's kubeVersion needs the real one.
-      const version =
-        args[0] === 'template' && !args.includes('--kube-version') ? await apiServerVersion(i) : undefined;
-      const extra = version ? ['--kube-version', version] : [];
-      return run(i.binDir.helm, ['--kubeconfig', i.kubeconfigPath, ...args, ...extra], {
-        input: opts.input,
-        // helm writes caches and config; keep them out of $HOME.
-        env: {
-          HELM_CACHE_HOME: `${i.dir}/helm/cache`,
-          HELM_CONFIG_HOME: `${i.dir}/helm/config`,
-          HELM_DATA_HOME: `${i.dir}/helm/data`,
-        },
-      });
-    },
+    helm: (args, opts) => runHelm(need(info), args, opts),
   };
+}
+
+/** helm against a control plane, its caches and config in the control plane's folder (not $HOME). */
+export async function runHelm(i: ControlPlaneInfo, args: string[], opts: { input?: string } = {}): Promise<RunResult> {
+  // helm template renders for Kubernetes 1.20 unless told; the chart's kubeVersion needs the real one.
+  const version = args[0] === 'template' && !args.includes('--kube-version') ? await apiServerVersion(i) : undefined;
+  const extra = version ? ['--kube-version', version] : [];
+  return run(i.binDir.helm, ['--kubeconfig', i.kubeconfigPath, ...args, ...extra], {
+    input: opts.input,
+    env: {
+      HELM_CACHE_HOME: `${i.dir}/helm/cache`,
+      HELM_CONFIG_HOME: `${i.dir}/helm/config`,
+      HELM_DATA_HOME: `${i.dir}/helm/data`,
+    },
+  });
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect } from '@jest/globals';
 import { basename } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane, type StartOptions } from '../controlplane/controlplane.js';
-import { namespaceName, type TestEnv } from './cluster.js';
+import { namespaceName, runHelm, type TestEnv } from './cluster.js';
 import { createNamespace } from './namespaces.js';
 import { runKubectl } from './processes.js';
 
@@ -48,8 +48,6 @@ export function useDedicatedControlPlane(
     },
     namespace,
     kubectl: (args, opts) => runKubectl(need(cp), namespace, args, opts),
-    helm() {
-      throw new Error('helm is not available on a dedicated control plane');
-    },
+    helm: (args, opts) => runHelm(need(cp).info(), args, opts),
   };
 }

@@ -377,6 +377,28 @@ matchConditions:
 {{- if and (gt (int .Values.reconciler.replicas) 1) (not .Values.reconciler.leaderElection.enabled) -}}
 {{- fail "reconciler.replicas > 1 needs reconciler.leaderElection.enabled=true: two reconcilers without a Lease would both write" -}}
 {{- end -}}
+{{- include "kd.validateNoKubeDirector" . -}}
+{{- end -}}
+
+{{/* The default mode refuses to install where KubeDirector runs, looked up by name with the installer's
+     rights at helm install/upgrade (`helm template` and Argo CD look nothing up; there the services' own
+     guard refuses to act, and it also finds the operator's Deployment by name). Two signs, in the guard's
+     words: the webhook configuration the operator registers when it starts, and the CRD only KubeDirector
+     installs. The only lookups of the chart: they can fail a render, never change what it renders. Not
+     with watchNamespaces: its installer may hold no cluster-wide read, and Helm fails a forbidden lookup. */}}
+{{- define "kd.validateNoKubeDirector" -}}
+{{- if not (or .Values.kubedirector.enabled .Values.watchNamespaces) -}}
+{{- $found := list -}}
+{{- if lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" "kubedirector-webhook" -}}
+{{- $found = append $found "KubeDirector's operator registered its webhook configuration kubedirector-webhook" -}}
+{{- end -}}
+{{- if lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "kubedirectorconfigs.kubedirector.hpe.com" -}}
+{{- $found = append $found "KubeDirector's operator is installed (the API serves kubedirectorconfigs.kubedirector.hpe.com)" -}}
+{{- end -}}
+{{- with $found -}}
+{{- fail (printf "kd-connections' default mode is not installed next to KubeDirector: %s. In its default mode kd-connections owns the kdcluster CRD and fields KubeDirector prunes. To run next to KubeDirector set kubedirector.enabled=true; or remove KubeDirector first" (join "; " .)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* With watchNamespaces, the namespaces the webhooks send reviews from (comma-separated): the list without

@@ -1,18 +1,20 @@
 /**
  * The default mode's guard: before and while a service acts, it looks at what the API says about
- * kubedirector.hpe.com (discovery and the published kdcluster schema, readable by anyone authenticated)
- * and refuses to act while KubeDirector's CRDs or operator are there. Each change of verdict is one log
+ * kubedirector.hpe.com (discovery and the published kdcluster schema) and for KubeDirector's operator by
+ * name (its Deployment and webhook configuration), and refuses to act while any of them is there. Each change of verdict is one log
  * line and one Warning event saying what to set; an unchanged verdict writes nothing.
  */
 import { errorMessage, type Logger } from '../logger.js';
 import {
   KDCLUSTER_OPENAPI_COMPONENT,
+  KUBEDIRECTOR_OPERATOR_NAME,
+  KUBEDIRECTOR_WEBHOOK_CONFIGURATION,
   kubeDirectorFindings,
   kubeDirectorGuardMessage,
   type ApiObservation,
 } from '../kubedirector-presence.js';
 import type { EventRecorder, EventTarget } from './event-recorder.js';
-import type { KubeClient } from './kube-client.js';
+import { ACCEPT_META, ACCEPT_META_LIST, errorStatus, type KubeClient } from './kube-client.js';
 
 export interface KubeDirectorGuardOptions {
   client: KubeClient;
@@ -46,15 +48,47 @@ export function guardEventTarget(env: NodeJS.ProcessEnv = process.env): EventTar
   };
 }
 
+const OPERATOR_DEPLOYMENTS_PATH = `/apis/apps/v1/deployments?fieldSelector=${encodeURIComponent(
+  `metadata.name=${KUBEDIRECTOR_OPERATOR_NAME}`,
+)}`;
+const OPERATOR_WEBHOOK_PATH = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${KUBEDIRECTOR_WEBHOOK_CONFIGURATION}`;
+
+/** A read the service may not be granted: forbidden means unknown, not absent (and not a failed look). */
+async function unlessForbidden<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (e) {
+    if (errorStatus(e) === 403) return undefined;
+    throw e;
+  }
+}
+
 /** Reads what the guard judges. */
 export async function observeKubeDirectorApi(client: KubeClient): Promise<ApiObservation> {
-  const group = await client.getIfExists<{ resources?: { name?: string }[] }>(GROUP_PATH, { timeoutMs: 10_000 });
+  const timeoutMs = 10_000;
+  const [group, deployments, webhook] = await Promise.all([
+    client.getIfExists<{ resources?: { name?: string }[] }>(GROUP_PATH, { timeoutMs }),
+    // Metadata only: a Deployment's pod template is none of the guard's business.
+    unlessForbidden(
+      client.get<{ items?: { metadata?: { namespace?: string; name?: string } }[] }>(OPERATOR_DEPLOYMENTS_PATH, {
+        timeoutMs,
+        accept: ACCEPT_META_LIST,
+      }),
+    ),
+    unlessForbidden(
+      client.getIfExists(OPERATOR_WEBHOOK_PATH, { timeoutMs, accept: ACCEPT_META }).then((o) => o !== undefined),
+    ),
+  ]);
   const resources = group ? (group.resources ?? []).map((r) => String(r.name)) : undefined;
-  if (!resources?.includes('kubedirectorclusters')) return { resources, clusterSchema: undefined };
+  const operator = {
+    operatorDeployments: deployments?.items?.map((d) => `${d.metadata?.namespace}/${d.metadata?.name}`),
+    operatorWebhook: webhook,
+  };
+  if (!resources?.includes('kubedirectorclusters')) return { resources, clusterSchema: undefined, ...operator };
   const doc = await client.getIfExists<{ components?: { schemas?: Record<string, unknown> } }>(OPENAPI_PATH, {
-    timeoutMs: 10_000,
+    timeoutMs,
   });
-  return { resources, clusterSchema: doc?.components?.schemas?.[KDCLUSTER_OPENAPI_COMPONENT] };
+  return { resources, clusterSchema: doc?.components?.schemas?.[KDCLUSTER_OPENAPI_COMPONENT], ...operator };
 }
 
 export class KubeDirectorGuard {
