@@ -10,7 +10,9 @@ const common = {
   moduleNameMapper: {
     // Sources import siblings as './x.js' (NodeNext); jest must find './x.ts'.
     '^(\\.{1,2}/.*)\\.js$': '$1',
-    '^@kd-connections/(shared|certs|images)$': '<rootDir>/$1/src/index.ts',
+    '^@kd-connections/(certs|images)$': '<rootDir>/$1/src/index.ts',
+    // shared/ has one entry point per concern (shared/src/<concern>/index.ts), no package-wide barrel.
+    '^@kd-connections/shared/([a-z-]+)$': '<rootDir>/shared/src/$1/index.ts',
   },
   testEnvironment: 'node',
   rootDir: '.',

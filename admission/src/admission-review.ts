@@ -3,7 +3,7 @@
  * goes back (uid and apiVersion echoed, patch base64-encoded only when non-empty, warnings only when
  * there are some). Pure; no I/O.
  */
-import { shortJson, type PatchOp } from '@kd-connections/shared';
+import { shortJson, type PatchOp } from '@kd-connections/shared/primitives';
 
 /** v1 is what the webhook configurations register; v1beta1 has the same shape and is answered in kind. */
 export const SUPPORTED_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;

@@ -12,7 +12,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { routeBehindToken } from '@kd-connections/certs';
-import { errorMessage, type Logger } from '@kd-connections/shared';
+import { errorMessage, type Logger } from '@kd-connections/shared/runtime';
 import { parseAdmissionReview, type AdmissionReview } from './admission-review.js';
 import type { BodyGarbage } from './body-garbage.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';

@@ -9,7 +9,7 @@
  *    and dropped, see discardRest): a young-generation collection per BODY_BYTES_PER_MINOR, which frees
  *    the chunks' wrappers and with them their bytes, so a 7 MiB body never has its chunks lying beside it.
  */
-import { fullCollection, minorCollection } from '@kd-connections/shared';
+import { fullCollection, minorCollection } from '@kd-connections/shared/runtime';
 
 export const BODY_BYTES_PER_MINOR = 2 ** 20;
 

@@ -5,10 +5,10 @@
  * with `namespaces` one informer per namespace (kdapps also in the system namespace), so the service
  * needs read rights only there.
  */
+import { type LookupStores } from '@kd-connections/shared/caches';
+import { metaOnly, slimObject } from '@kd-connections/shared/configmeta';
 import {
   GROUP,
-  Informer,
-  NamespacedCache,
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
   LABEL_CM_TYPE,
@@ -16,14 +16,15 @@ import {
   VERSION,
   type KDApp,
   type KDCluster,
+  type MetaObject,
+} from '@kd-connections/shared/domain';
+import {
+  Informer,
+  NamespacedCache,
   type KubeClient,
   type KubeObject,
   type Logger,
-  type LookupStores,
-  type MetaObject,
-  metaOnly,
-  slimObject,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 
 export interface CacheOptions {
   client: KubeClient;

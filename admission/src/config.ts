@@ -9,6 +9,8 @@ import {
   SECRET_DELIVERY_MODES,
   type SecretDelivery,
   DNS1123_LABEL_RE,
+} from '@kd-connections/shared/domain';
+import {
   FlagError,
   packageVersion,
   parseDuration as parseFlagDuration,
@@ -18,7 +20,7 @@ import {
   type FlagSpec,
   type LogLevel,
   type ProgramInfo,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 
 export type TlsMode = 'files' | 'bootstrap';
 

@@ -9,7 +9,7 @@ import {
   loadKubeConnection,
   type LoadedKubeConnection,
   versionText,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 import { ADMISSION_PROGRAM, ConfigError, parseConfig, usage, type AdmissionConfig } from './config.js';
 import { AdmissionService } from './service.js';
 

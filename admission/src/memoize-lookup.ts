@@ -4,7 +4,7 @@
  * the review's reads: at most `maxLookups` distinct questions, and none once the review's deadline has
  * passed (the decision already went out; whatever is still running stops at its next question).
  */
-import type { AppLookup } from '@kd-connections/shared';
+import type { AppLookup } from '@kd-connections/shared/domain';
 
 /** Thrown to the rules when a review may ask no more; webhook.ts turns it into a denial. */
 export class LookupBudgetError extends Error {

@@ -8,7 +8,7 @@
  * validate() clones the whole object and the patch on every review, which cost more than deciding it.
  */
 import jsonpatch, { type Operation } from 'fast-json-patch';
-import type { PatchOp } from '@kd-connections/shared';
+import type { PatchOp } from '@kd-connections/shared/primitives';
 
 export function assertPatchApplies(patch: PatchOp[], document: unknown, what: string): void {
   if (patch.length === 0) return;

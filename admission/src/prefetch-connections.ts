@@ -11,7 +11,7 @@ import {
   type AppLookup,
   type KDCluster,
   type RuleOptions,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
 
 /** Lookups of one review in flight at once. */
 export const REVIEW_LOOKUPS_AT_ONCE = 8;

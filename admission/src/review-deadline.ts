@@ -3,7 +3,7 @@
  * (it appends ?timeout=3s, the webhook's timeoutSeconds), so that the service always answers first —
  * with a clear denial rather than the API server's "context deadline exceeded". Pure.
  */
-import { durationMs } from '@kd-connections/shared';
+import { durationMs } from '@kd-connections/shared/runtime';
 
 /** What is kept back from the API server's timeout for the answer to travel. */
 export const ANSWER_MARGIN_MS = 500;

@@ -12,7 +12,7 @@ import https from 'node:https';
 import type { RequestListener } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { silentLogger, type Logger } from '@kd-connections/shared';
+import { silentLogger, type Logger } from '@kd-connections/shared/runtime';
 import { checkPair, tlsOptions, type CertificateSink } from './tls/certificate.js';
 import type { AdmissionMetrics } from './metrics.js';
 import { listenOn } from './listen.js';

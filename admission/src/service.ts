@@ -5,18 +5,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { CachedLookup, liveGet, type LiveGet } from '@kd-connections/shared/caches';
+import { guardEventTarget, KubeDirectorGuard } from '@kd-connections/shared/kubedirector';
 import {
-  CachedLookup,
   errorMessage,
   EventRecorder,
-  guardEventTarget,
   KubeClient,
   type KubeConnection,
-  KubeDirectorGuard,
-  liveGet,
-  type LiveGet,
   type Logger,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 import { createApp, type Readiness } from './app.js';
 import { BodyGarbage } from './body-garbage.js';
 import { AdmissionCaches } from './caches.js';

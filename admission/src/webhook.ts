@@ -4,13 +4,9 @@
  * allowed unchanged: the configuration decides what is sent, and refusing what we do not understand
  * would turn a configuration slip into an outage.
  */
-import {
-  jsonEqual,
-  shortJson,
-  type AppLookup,
-  type PodDeliveryOptions,
-  type RuleOptions,
-} from '@kd-connections/shared';
+import { type PodDeliveryOptions } from '@kd-connections/shared/delivery';
+import { type AppLookup, type RuleOptions } from '@kd-connections/shared/domain';
+import { jsonEqual, shortJson } from '@kd-connections/shared/primitives';
 import {
   toResponse,
   type AdmissionRequest,

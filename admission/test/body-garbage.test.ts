@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import { createLogger } from '@kd-connections/shared';
+import { createLogger } from '@kd-connections/shared/runtime';
 import { createApp, LARGE_BODY_BYTES } from '../src/app.js';
 import { BodyGarbage, BODY_BYTES_PER_MINOR } from '../src/body-garbage.js';
 import { AdmissionMetrics } from '../src/metrics.js';

@@ -15,7 +15,7 @@ import {
   PATH_TOKEN_PREVIOUS_KEY,
   splitPemBlocks,
 } from '@kd-connections/certs';
-import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared';
+import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared/runtime';
 import { BootstrapCertificateSource } from '../src/tls/bootstrap-certificate-source.js';
 import { generateCertificates } from '../src/tls/certificate-generator.js';
 import type { SecretObject } from '@kd-connections/certs';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { CachedLookup, metaOnly as reduceMeta, slimObject, type LiveGet } from '@kd-connections/shared';
+import { CachedLookup, type LiveGet } from '@kd-connections/shared/caches';
+import { metaOnly as reduceMeta, slimObject } from '@kd-connections/shared/configmeta';
 import { memoizeLookup } from '../src/memoize-lookup.js';
 import { exampleWorld, MapStore, NS } from './support.js';
 

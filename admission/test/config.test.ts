@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { FlagSpec } from '@kd-connections/shared';
+import type { FlagSpec } from '@kd-connections/shared/runtime';
 import { ADMISSION_FLAGS, ConfigError, parseConfig, parseDuration, usage } from '../src/config.js';
 
 describe('configuration', () => {

@@ -9,7 +9,7 @@ import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { createCA, createServingCert, type CertPair } from '@kd-connections/certs';
-import { createLogger } from '@kd-connections/shared';
+import { createLogger } from '@kd-connections/shared/runtime';
 import { AdmissionServer, SILENT_CONNECTION_MS } from '../src/server.js';
 
 let ca: CertPair, serving: CertPair;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger } from '@kd-connections/shared';
+import { createLogger } from '@kd-connections/shared/runtime';
 import type { AdmissionReview } from '../src/admission-review.js';
 import { createApp } from '../src/app.js';
 import { AdmissionMetrics } from '../src/metrics.js';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { newPathToken, tokenPath } from '@kd-connections/certs';
-import { createLogger } from '@kd-connections/shared';
+import { createLogger } from '@kd-connections/shared/runtime';
 import { createApp } from '../src/app.js';
 import { AdmissionMetrics } from '../src/metrics.js';
 import { WEBHOOKS } from '../src/webhooks/index.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
 import { createCA, createServingCert } from '@kd-connections/certs';
-import { silentLogger } from '@kd-connections/shared';
+import { silentLogger } from '@kd-connections/shared/runtime';
 import { parseConfig, type AdmissionConfig } from '../src/config.js';
 import { AdmissionService } from '../src/service.js';
 import type { CertificateSink, CertificateSource } from '../src/tls/certificate.js';

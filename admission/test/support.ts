@@ -6,16 +6,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { AdmissionReview } from '../src/admission-review.js';
-import {
-  CachedLookup,
-  objectKey,
-  type KDApp,
-  type KDCluster,
-  type LiveGet,
-  type MetaObject,
-  type ObjectStore,
-  type RuleOptions,
-} from '@kd-connections/shared';
+import { CachedLookup, type LiveGet, type ObjectStore } from '@kd-connections/shared/caches';
+import { type KDApp, type KDCluster, type MetaObject, type RuleOptions } from '@kd-connections/shared/domain';
+import { objectKey } from '@kd-connections/shared/primitives';
 import type { WebhookDeps } from '../src/webhook.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

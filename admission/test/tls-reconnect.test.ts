@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { createCA, createServingCert, type CertPair } from '@kd-connections/certs';
-import { silentLogger } from '@kd-connections/shared';
+import { silentLogger } from '@kd-connections/shared/runtime';
 import { createApp } from '../src/app.js';
 import { AdmissionMetrics } from '../src/metrics.js';
 import { AdmissionServer } from '../src/server.js';

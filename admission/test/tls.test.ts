@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { createCA, createServingCert, type CertPair } from '@kd-connections/certs';
-import { createLogger } from '@kd-connections/shared';
+import { createLogger } from '@kd-connections/shared/runtime';
 import { createApp } from '../src/app.js';
 import { AdmissionMetrics } from '../src/metrics.js';
 import { AdmissionServer, KEEP_ALIVE_TIMEOUT_MS } from '../src/server.js';

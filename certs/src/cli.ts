@@ -19,8 +19,8 @@ import {
   type WebhookConfigurationRef,
 } from './inject.js';
 import { inspectCertificate } from './inspect.js';
+import { DNS1123_LABEL_RE } from '@kd-connections/shared/domain';
 import {
-  DNS1123_LABEL_RE,
   FlagError,
   flagsHelp,
   KubeClient,
@@ -30,7 +30,7 @@ import {
   type FlagSpec,
   type FlagValues,
   type ProgramInfo,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;

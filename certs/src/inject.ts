@@ -4,7 +4,7 @@
  * configuration reordered or renamed between our read and our write is refused as a whole (JSON
  * Patch is atomic) instead of putting the bundle on the wrong webhook.
  */
-import { errorStatus, type KubeClient } from '@kd-connections/shared';
+import { errorStatus, type KubeClient } from '@kd-connections/shared/runtime';
 import { CertificateError, parseCertificates, type CertificateInfo } from './inspect.js';
 
 export type WebhookConfigurationKind = 'validating' | 'mutating';

@@ -1,5 +1,5 @@
 /** The plugin's command line: kubectl's own spellings (-n, -o, --kubeconfig, --context) where it has one. */
-import { GRAPH_FORMATS } from '@kd-connections/shared';
+import { GRAPH_FORMATS } from '@kd-connections/shared/inspect';
 
 export const USAGE = `Usage:
   kubectl kd-connections graph [-n NAMESPACE] [-o text|mermaid|dot]

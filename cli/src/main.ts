@@ -4,18 +4,17 @@
  *   graph   [-n NS] [-o text|mermaid|dot]   the namespace's clusters, ConfigMaps, Secrets and connections
  *   explain CLUSTER [-n NS]                 why each connection has its state, which generator each member has
  * It reads with the user's own kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config; --context) and judges
- * connections with the webhook's classifier (shared/src/classify-connection.ts).
+ * connections with the webhook's classifier (shared/src/domain/classify-connection.ts).
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import {
   connectionEdges,
   connectionGraph,
   explainCluster,
-  KubeClient,
   renderGraph,
-  errorStatus,
   type GraphFormat,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/inspect';
+import { KubeClient, errorStatus } from '@kd-connections/shared/runtime';
 import { parseArgs, UsageError, USAGE } from './args.js';
 import { readCluster, readMemberPods, readNamespace } from './read-namespace.js';
 

@@ -8,8 +8,6 @@
  * words; anything else fails.
  */
 import {
-  ACCEPT_META_LIST,
-  errorStatus,
   GROUP,
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
@@ -19,11 +17,11 @@ import {
   VERSION,
   type KDApp,
   type KDCluster,
-  type KubeClient,
   type MetaObject,
-  type NamespaceSnapshot,
   type PodLike,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
+import { type NamespaceSnapshot } from '@kd-connections/shared/inspect';
+import { ACCEPT_META_LIST, errorStatus, type KubeClient } from '@kd-connections/shared/runtime';
 
 const PAGE = 500;
 /** Rows of names without the objects: `kubectl get` without `-o`, as the API server renders it. */

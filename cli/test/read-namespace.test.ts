@@ -4,7 +4,8 @@
  * objects; a forbidden list degrades to "unreadable" with the API server's words.
  */
 import { describe, expect, it } from '@jest/globals';
-import { KubeApiError, LABEL_SECRET_TYPE, type KubeClient } from '@kd-connections/shared';
+import { LABEL_SECRET_TYPE } from '@kd-connections/shared/domain';
+import { KubeApiError, type KubeClient } from '@kd-connections/shared/runtime';
 import { readNamespace } from '../src/read-namespace.js';
 
 type Call = { path: string; accept?: string; query?: Record<string, unknown> };

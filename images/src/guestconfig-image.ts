@@ -10,14 +10,14 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { sidecarProgram } from '@kd-connections/shared/delivery';
 import {
   GUESTCONFIG_DIR,
   SIDECAR_PRIVATE_DIR,
   SIDECAR_PROGRAM,
   SIDECAR_SOURCE_DIR,
   TOOLS_DIR,
-  sidecarProgram,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
 import { type Arch, hostArch, type ImageInputs, readInputs, unpackDebianFiles } from './image-inputs.js';
 import { type ImageSpec, writeOciIndexArchive } from './oci-image.js';
 import {

@@ -4,6 +4,7 @@ export * from './guestconfig-image.js';
 export * from './image-inputs.js';
 export * from './oci-image.js';
 export * from './production-closure.js';
+export * from './push.js';
 export * from './kubectl-plugin-package.js';
 export * from './sbom.js';
 export * from './service-images.js';

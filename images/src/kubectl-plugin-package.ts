@@ -14,7 +14,7 @@ import { productionClosure, type Lockfile } from './production-closure.js';
 
 export const PLUGIN_PACKAGE = 'kubectl-kd-connections';
 export const PLUGIN_BIN = 'kubectl-kd_connections';
-const SHARED_IMPORT = /(from\s+|import\s*\(\s*)'@kd-connections\/shared'/g;
+const SHARED_IMPORT = /(from\s+|import\s*\(\s*)'@kd-connections\/shared\/([a-z-]+)'/g;
 
 /** Copies the .js files of `from` (recursively) to `to`, leaving declarations and maps behind. */
 function copyJs(from: string, to: string): void {
@@ -42,7 +42,7 @@ export function packKubectlPlugin(repoRoot: string, outDir: string, npm = 'npm')
     copyJs(join(repoRoot, 'shared', 'dist'), join(stage, 'dist', 'shared'));
     for (const f of readdirSync(join(stage, 'dist')).filter((f) => f.endsWith('.js'))) {
       const path = join(stage, 'dist', f);
-      writeFileSync(path, readFileSync(path, 'utf8').replace(SHARED_IMPORT, "$1'./shared/index.js'"));
+      writeFileSync(path, readFileSync(path, 'utf8').replace(SHARED_IMPORT, "$1'./shared/$2/index.js'"));
     }
     // The closure's packages at their paths in the lock (a nested copy stays nested), but those installed in
     // a workspace's own node_modules (shared/node_modules/semver): the package is one root, so at its top.

@@ -32,7 +32,7 @@ import { type ImageSpec, writeOciIndexArchive } from './oci-image.js';
 import { type Arch, type ImageInputs, nodeTarball, readInputs, unpackDebianFiles } from './image-inputs.js';
 import { type Closure, type Lockfile, productionClosure } from './production-closure.js';
 import { debianSbomPackage, nodeSbomPackage, npmSbomPackages, SBOM_PATH, spdxDocument } from './sbom.js';
-import { SERVICE_NODE_FLAGS } from '@kd-connections/shared';
+import { SERVICE_NODE_FLAGS } from '@kd-connections/shared/runtime';
 
 export const SERVICES = ['admission', 'reconciler'] as const;
 export type Service = (typeof SERVICES)[number];
@@ -165,7 +165,12 @@ function appLayer(repoRoot: string, service: Service, dir: string): { lock: Lock
   }
   for (const ws of closure.workspaces) {
     const dist = join(repoRoot, ws, 'dist');
-    if (!existsSync(join(dist, 'main.js')) && !existsSync(join(dist, 'index.js')))
+    // A service has dist/main.js; shared has one entry per concern (dist/<concern>/index.js).
+    if (
+      !existsSync(join(dist, 'main.js')) &&
+      !existsSync(join(dist, 'index.js')) &&
+      !existsSync(join(dist, 'domain', 'index.js'))
+    )
       throw new Error(`${ws}/dist is not built (run npx tsc -b first)`);
     mkdirSync(join(app, ws), { recursive: true });
     cpSync(join(repoRoot, ws, 'package.json'), join(app, ws, 'package.json'));

@@ -14,45 +14,50 @@
  * their content MAC annotation says whether they are current. The Secrets informer starts once the MAC
  * key is loaded (digest-key.ts); until then the caches are not synced and the replica is not ready.
  */
+import { CachedLookup, liveGet } from '@kd-connections/shared/caches';
 import {
-  ACCEPT_JSON,
-  CachedLookup,
-  ContentCache,
   keepConfigMap,
   keepSecret,
-  NamespacedCache,
-  errorMessage,
-  Informer,
+  slimObject,
+  trimPod,
+  typeLabelMeta,
+  type CachedPod,
+} from '@kd-connections/shared/configmeta';
+import {
   KDAPP_PLURAL,
   KDCLUSTER_PLURAL,
   LABEL_CM_TYPE,
   LABEL_KDCLUSTER,
-  LABEL_PRIVATE_CONFIGMETA_OF,
   LABEL_SECRET_TYPE,
   API_VERSION,
-  liveGet,
-  objectKey,
-  slimObject,
-  trimPod,
-  trimPrivateSecret,
-  typeLabelMeta,
-  type CachedPod,
-  type CachedPrivateSecret,
   type ConfigMapLike,
-  type InformerOptions,
   type KDApp,
   type KDCluster,
+  type MetaObject,
+  type SecretLike,
+  type World,
+} from '@kd-connections/shared/domain';
+import {
+  LABEL_PRIVATE_CONFIGMETA_OF,
+  trimPrivateSecret,
+  type CachedPrivateSecret,
+  type ReleasedRef,
+} from '@kd-connections/shared/plan';
+import { objectKey } from '@kd-connections/shared/primitives';
+import {
+  ACCEPT_JSON,
+  ContentCache,
+  NamespacedCache,
+  errorMessage,
+  Informer,
+  type InformerOptions,
   type KubeClient,
   type KubeObject,
   type Logger,
-  type MetaObject,
-  type ReleasedRef,
-  type SecretLike,
-  type World,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 import { loadDigestKey } from './digest-key.js';
 
-export type { CachedPod } from '@kd-connections/shared';
+export type { CachedPod } from '@kd-connections/shared/configmeta';
 
 export interface CacheOptions {
   client: KubeClient;

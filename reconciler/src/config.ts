@@ -10,7 +10,7 @@ import {
   type FlagSpec,
   type LogLevel,
   type ProgramInfo,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 import { DIGEST_KEY_SECRET } from './digest-key.js';
 
 export const RECONCILER_FLAGS = {

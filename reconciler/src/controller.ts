@@ -6,22 +6,17 @@
  * flight are cut (a request already received by the API server may still apply; its `test`
  * preconditions keep that harmless).
  */
+import { API_VERSION, KDCLUSTER_PLURAL, type KDCluster } from '@kd-connections/shared/domain';
+import { CONDITION_READY, ReverseIndex, trimPrivateSecret } from '@kd-connections/shared/plan';
+import { objectKey, splitKey } from '@kd-connections/shared/primitives';
 import {
   ACCEPT_META,
-  API_VERSION,
-  CONDITION_READY,
   EventRecorder,
   errorMessage,
-  KDCLUSTER_PLURAL,
-  objectKey,
-  ReverseIndex,
-  splitKey,
-  trimPrivateSecret,
-  type KDCluster,
   type KubeClient,
   type Logger,
   type EventInput,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 import { Caches } from './caches.js';
 import type { ReconcilerConfig } from './config.js';
 import type { ReconcilerMetrics } from './metrics.js';

@@ -7,7 +7,8 @@
  * never logged.
  */
 import { randomBytes } from 'node:crypto';
-import { DIGEST_KEY_BYTES, errorStatus, type KubeClient, type Logger } from '@kd-connections/shared';
+import { DIGEST_KEY_BYTES } from '@kd-connections/shared/configmeta';
+import { errorStatus, type KubeClient, type Logger } from '@kd-connections/shared/runtime';
 
 export const DIGEST_KEY_SECRET = 'kd-connections-digest-key';
 const FIELD = 'key';

@@ -4,14 +4,9 @@
  * object, app or cluster wakes its dependents through the reverse index), and record the versions the
  * watch delivered for the write expectations.
  */
-import {
-  LABEL_KDCLUSTER,
-  LABEL_PRIVATE_CONFIGMETA_OF,
-  LABEL_ROLE,
-  objectKey,
-  type KDCluster,
-  type ReverseIndex,
-} from '@kd-connections/shared';
+import { LABEL_KDCLUSTER, LABEL_ROLE, type KDCluster } from '@kd-connections/shared/domain';
+import { LABEL_PRIVATE_CONFIGMETA_OF, type ReverseIndex } from '@kd-connections/shared/plan';
+import { objectKey } from '@kd-connections/shared/primitives';
 import { INDEX_CLUSTERS_BY_APP, type CachedPod, type Caches } from './caches.js';
 import type { Expectations } from './expectations.js';
 import { writeKey } from './reconcile.js';

@@ -10,7 +10,7 @@
  * burst. A busy process is left to V8's own heuristics. The collection is shared's fullCollection.
  */
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
-import { fullCollection, type Logger } from '@kd-connections/shared';
+import { fullCollection, type Logger } from '@kd-connections/shared/runtime';
 
 export interface HeapReading {
   /** Event-loop utilization (0–1) since the previous check. */

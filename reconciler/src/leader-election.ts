@@ -13,7 +13,7 @@
  * run yet (a process paused and resumed): writes made under the term stop with it.
  * On graceful shutdown the lease is released at once.
  */
-import { errorMessage, errorStatus, microTime, type KubeClient, type Logger } from '@kd-connections/shared';
+import { errorMessage, errorStatus, microTime, type KubeClient, type Logger } from '@kd-connections/shared/runtime';
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
 
 /** What a leader gets for the length of its term. */

@@ -10,7 +10,7 @@ import {
   flushLogs,
   loadKubeConnection,
   type LoadedKubeConnection,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 import { loadConfig, type ReconcilerConfig } from './config.js';
 import { ReconcilerService } from './service.js';
 

@@ -10,33 +10,24 @@
  * A refused precondition or any failure throws: the work queue retries the key with backoff, against
  * fresher caches. Nothing here sleeps or loops on a stale copy.
  */
+import { membershipOf, type CachedPod } from '@kd-connections/shared/configmeta';
+import { privateConfigMetaSecretName, resolveApp, type KDCluster, type World } from '@kd-connections/shared/domain';
 import {
   clusterTarget,
   deliveryOutcome,
-  errorMessage,
-  errorStatus,
-  isConflict,
-  membershipOf,
   planReconcile,
-  privateConfigMetaSecretName,
   privateSecretOwner,
   planStatus,
-  resolveApp,
   resolveConnections,
-  splitKey,
-  type CachedPod,
   type CachedPrivateSecret,
-  type EventInput,
-  type KDCluster,
-  type Logger,
   type Observation,
-  type PatchOp,
   type PodWriteResults,
   type PrivateSecretWrite,
   type ReconcilePlan,
   type SecretBody,
-  type World,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/plan';
+import { splitKey, type PatchOp } from '@kd-connections/shared/primitives';
+import { errorMessage, errorStatus, isConflict, type EventInput, type Logger } from '@kd-connections/shared/runtime';
 
 export interface Writes {
   /** JSON Patch on the kdcluster (main resource); returns the updated object. */

@@ -15,10 +15,16 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Exec, KubeConfig, V1Status } from '@kubernetes/client-node';
 import type { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 import {
-  errorMessage,
   GENERATOR_FILE,
   GUESTCONFIG_DIR,
   GUESTCONFIG_SIDECAR,
+  resolveApp,
+  type KDApp,
+  type RosterJournal,
+  type KDCluster,
+  type World,
+} from '@kd-connections/shared/domain';
+import {
   HOOK_LOG_CHARS,
   hookOutputExcerpt,
   planReconnectReads,
@@ -28,16 +34,12 @@ import {
   reconnectMembersOf,
   reconnectStatusPatch,
   recordReconnectResults,
-  resolveApp,
-  isConflict,
   nextReconnectCheckMs,
   rolesWithConfigPackage,
   RECONNECT_COMMAND,
   RECONNECT_CONTAINER,
-  type EventInput,
   type FileRead,
   type HookOutcome,
-  type KDApp,
   journalRoster,
   notifyCommand,
   notifyCondition,
@@ -49,16 +51,13 @@ import {
   trimJournal,
   type NotifyResult,
   type NotifyRun,
-  type RosterJournal,
   RECONNECT_STARTSCRIPT,
   READ_FILES_COMMAND,
   type HookResult,
-  type KDCluster,
-  type Logger,
   type MemberReconnects,
-  type PatchOp,
-  type World,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/plan';
+import { type PatchOp } from '@kd-connections/shared/primitives';
+import { errorMessage, isConflict, type EventInput, type Logger } from '@kd-connections/shared/runtime';
 import { RetryableError } from './reconcile.js';
 
 /** How an exec ended: the exit code when the command ran to its end, else why not. */

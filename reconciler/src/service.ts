@@ -4,15 +4,14 @@
  * Caches start at once (a standby is warm); work starts when this replica leads and stops, writes
  * included, when it stops leading.
  */
+import { guardEventTarget, KubeDirectorGuard } from '@kd-connections/shared/kubedirector';
 import {
   errorMessage,
   EventRecorder,
-  guardEventTarget,
   KubeClient,
   type LoadedKubeConnection,
-  KubeDirectorGuard,
   type Logger,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 import type { Clock } from './clock.js';
 import type { ReconcilerConfig } from './config.js';
 import { Controller } from './controller.js';

@@ -3,17 +3,10 @@
  * to that term (once it ends, nothing more is sent), counted by kind and result, and recording the
  * resourceVersion it produced so the next reconcile waits for the watch to deliver it (expectations).
  */
-import {
-  API_VERSION,
-  isConflict,
-  KDCLUSTER_PLURAL,
-  objectKey,
-  RECONCILER_FIELD_MANAGER,
-  type KDCluster,
-  type KubeClient,
-  type PatchOp,
-  type SecretBody,
-} from '@kd-connections/shared';
+import { API_VERSION, KDCLUSTER_PLURAL, type KDCluster } from '@kd-connections/shared/domain';
+import { RECONCILER_FIELD_MANAGER, type SecretBody } from '@kd-connections/shared/plan';
+import { objectKey, type PatchOp } from '@kd-connections/shared/primitives';
+import { isConflict, type KubeClient } from '@kd-connections/shared/runtime';
 import type { Caches } from './caches.js';
 import { type Expectations, rvAtLeast } from './expectations.js';
 import type { ReconcilerMetrics, WriteKind } from './metrics.js';

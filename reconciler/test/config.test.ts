@@ -1,6 +1,6 @@
 /** The reconciler's configuration: defaults, environment, flags, cross-flag rules, --help and --version. */
 import { describe, expect, it } from '@jest/globals';
-import { FlagError, type FlagSpec } from '@kd-connections/shared';
+import { FlagError, type FlagSpec } from '@kd-connections/shared/runtime';
 import { loadConfig, RECONCILER_FLAGS, type InfoOutput } from '../src/config.js';
 
 const ENV = { POD_NAMESPACE: 'kd-release' };

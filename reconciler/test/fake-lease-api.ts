@@ -5,7 +5,7 @@
  * until its request is aborted — the two ways an unreachable API server behaves.
  */
 import jsonpatch, { type Operation } from 'fast-json-patch';
-import { KubeApiError, type RequestOptions } from '@kd-connections/shared';
+import { KubeApiError, type RequestOptions } from '@kd-connections/shared/runtime';
 import type { LeaseClient } from '../src/leader-election.js';
 import type { FakeClock } from './fake-clock.js';
 

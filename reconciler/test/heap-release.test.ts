@@ -3,7 +3,7 @@
  * collection — an object reachable only through a WeakRef is gone afterwards — and logs what it released.
  */
 import { describe, expect, it } from '@jest/globals';
-import { createLogger } from '@kd-connections/shared';
+import { createLogger } from '@kd-connections/shared/runtime';
 import { DEFAULT_HEAP_RELEASE_POLICY, HeapRelease, shouldRelease } from '../src/heap-release.js';
 
 const MiB = 2 ** 20;

@@ -4,7 +4,7 @@
  * may take over, whether the API server refuses requests or leaves them hanging.
  */
 import { describe, expect, it } from '@jest/globals';
-import { silentLogger } from '@kd-connections/shared';
+import { silentLogger } from '@kd-connections/shared/runtime';
 import { LeaderElector, type Leadership } from '../src/leader-election.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeLeaseApi, type FakeLeaseClient } from './fake-lease-api.js';

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient, silentLogger } from '@kd-connections/shared';
+import { KubeClient, silentLogger } from '@kd-connections/shared/runtime';
 import { LeaderElector, type Leadership } from '../src/leader-election.js';
 import { WorkQueue, type RunOutcome } from '../src/work-queue.js';
 import { FakeClock } from './fake-clock.js';

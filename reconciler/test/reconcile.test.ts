@@ -4,34 +4,29 @@
  */
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import jsonpatch from 'fast-json-patch';
+import { trimPod } from '@kd-connections/shared/configmeta';
+import { configMetaVolume } from '@kd-connections/shared/delivery';
 import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_HASH,
-  configMetaVolume,
-  KubeApiError,
   LABEL_CM_TYPE,
   LABEL_KDCLUSTER,
-  LABEL_PRIVATE_CONFIGMETA_OF,
   LABEL_ROLE,
   LABEL_SECRET_TYPE,
-  objectKey,
   PRIVATE_SECRET_KEY_CONFIGMETA,
   PRIVATE_SECRET_KEY_PLATFORM,
   privateConfigMetaSecretName,
-  silentLogger,
-  trimPod,
-  trimPrivateSecret,
   type ConfigMapLike,
-  type EventInput,
   type KDApp,
   type KDCluster,
-  type PatchOp,
   type PodLike,
-  type SecretBody,
   type SecretLike,
   type World,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
+import { LABEL_PRIVATE_CONFIGMETA_OF, trimPrivateSecret, type SecretBody } from '@kd-connections/shared/plan';
+import { objectKey, type PatchOp } from '@kd-connections/shared/primitives';
+import { KubeApiError, silentLogger, type EventInput } from '@kd-connections/shared/runtime';
 import { reconcileCluster, RetryableError, type ReconcileDeps } from '../src/reconcile.js';
 
 const NS = 'ml';

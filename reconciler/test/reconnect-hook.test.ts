@@ -6,19 +6,19 @@ import { describe, expect, it } from '@jest/globals';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_ROSTER,
+  GUESTCONFIG_SIDECAR,
+  type KDCluster,
+} from '@kd-connections/shared/domain';
+import {
   FILE_RECHECK_MS,
   READ_FILES_COMMAND,
-  GUESTCONFIG_SIDECAR,
   rosterDigest,
   rosterOf,
-  KubeApiError,
   RECONNECT_BACKOFF_BASE_MS,
   RECONNECT_COMMAND,
-  silentLogger,
-  type EventInput,
-  type KDCluster,
-  type PatchOp,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/plan';
+import { type PatchOp } from '@kd-connections/shared/primitives';
+import { KubeApiError, silentLogger, type EventInput } from '@kd-connections/shared/runtime';
 import {
   LimitedPodExec,
   reconnectPass,

@@ -8,8 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildStatus, type StatusInput } from '../src/cluster-status.js';
-import type { KDClusterStatus } from '../src/types.js';
+import { buildStatus, type StatusInput } from '../src/plan/cluster-status.js';
+import type { KDClusterStatus } from '../src/domain/types.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const README = join(ROOT, 'docs', 'operations.md');

@@ -5,8 +5,9 @@
  * admission service.)
  */
 import { describe, expect, it } from '@jest/globals';
-import { CachedLookup, type LiveGet, type ObjectStore } from '../src/k8s/cached-lookup.js';
-import { LABEL_CM_TYPE, objectKey, type KDApp, type KDCluster, type MetaObject } from '../src/types.js';
+import { CachedLookup, type LiveGet, type ObjectStore } from '../src/caches/cached-lookup.js';
+import { objectKey } from '../src/primitives/object-key.js';
+import { LABEL_CM_TYPE, type KDApp, type KDCluster, type MetaObject } from '../src/domain/types.js';
 
 class Store<T extends MetaObject> implements ObjectStore<T> {
   constructor(

@@ -10,9 +10,9 @@ import {
   isDeliveryComplete,
   setCondition,
   type StatusInput,
-} from '../src/cluster-status.js';
-import type { Member } from '../src/members.js';
-import type { Condition, ConnectionStatus, KDClusterStatus } from '../src/types.js';
+} from '../src/plan/cluster-status.js';
+import type { Member } from '../src/configmeta/members.js';
+import type { Condition, ConnectionStatus, KDClusterStatus } from '../src/domain/types.js';
 
 const T0 = '2024-05-01T10:00:00Z';
 const T1 = '2024-05-01T10:05:00Z';

@@ -3,8 +3,8 @@
  * (configcli-reader.ts) against the documents kd-connections renders.
  */
 import { describe, expect, it } from '@jest/globals';
-import { membersOf } from '../src/members.js';
-import { renderConfigMetaForMembers, renderConnections } from '../src/render-configmeta.js';
+import { membersOf } from '../src/configmeta/members.js';
+import { renderConfigMetaForMembers, renderConnections } from '../src/configmeta/render-configmeta.js';
 import { ConfigcliKeyError, configcliGet, type Json } from './configcli-reader.js';
 import { cluster, configMap, exampleApps, pod } from './fixtures.js';
 import { render, scenario } from './scenario.js';

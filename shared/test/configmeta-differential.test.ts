@@ -8,11 +8,11 @@
  * by some case (so the list never goes stale).
  */
 import { describe, expect, it } from '@jest/globals';
-import { membersOf } from '../src/members.js';
-import { renderConfigMetaForMembers, renderConnections } from '../src/render-configmeta.js';
-import { renderPrivateFiles } from '../src/render-private-configmeta.js';
-import { resolveConnections } from '../src/resolve-connections.js';
-import type { ConfigMapLike, Connections, KDApp, KDCluster, KDClusterRole } from '../src/types.js';
+import { membersOf } from '../src/configmeta/members.js';
+import { renderConfigMetaForMembers, renderConnections } from '../src/configmeta/render-configmeta.js';
+import { renderPrivateFiles } from '../src/configmeta/render-private-configmeta.js';
+import { resolveConnections } from '../src/plan/resolve-connections.js';
+import type { ConfigMapLike, Connections, KDApp, KDCluster, KDClusterRole } from '../src/domain/types.js';
 import type { Json } from './configcli-reader.js';
 import {
   MemoryWorld,

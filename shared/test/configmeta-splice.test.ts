@@ -5,14 +5,14 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { assembleDocument, parseSplice, renderSpliced } from '../src/configmeta-splice.js';
-import { ANNOTATION_CONFIGMETA_SPLICE, privateSectionKey, SPLICE_SECTIONS } from '../src/guestconfig-layout.js';
-import { membersOf } from '../src/members.js';
-import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan-reconcile.js';
-import { LABEL_PRIVATE_CONFIGMETA_OF } from '../src/plan-private-secret.js';
-import { resolveConnections } from '../src/resolve-connections.js';
-import { trimPod } from '../src/trim-object.js';
-import { ANNOTATION_CONFIGMETA } from '../src/types.js';
+import { assembleDocument, parseSplice, renderSpliced } from '../src/configmeta/configmeta-splice.js';
+import { ANNOTATION_CONFIGMETA_SPLICE, privateSectionKey, SPLICE_SECTIONS } from '../src/domain/guestconfig-layout.js';
+import { membersOf } from '../src/configmeta/members.js';
+import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan/plan-reconcile.js';
+import { LABEL_PRIVATE_CONFIGMETA_OF } from '../src/plan/plan-private-secret.js';
+import { resolveConnections } from '../src/plan/resolve-connections.js';
+import { trimPod } from '../src/configmeta/trim-object.js';
+import { ANNOTATION_CONFIGMETA } from '../src/domain/types.js';
 import { NS, SYSTEM_NS } from './fixtures.js';
 import { SECRET_PLAIN, scenario } from './scenario.js';
 

@@ -8,8 +8,8 @@ import {
   isConnectable,
   parseVersionSpec,
   versionMatches,
-} from '../src/connectable.js';
-import type { ConnectableToEntry, KDAppSpec } from '../src/types.js';
+} from '../src/domain/connectable.js';
+import type { ConnectableToEntry, KDAppSpec } from '../src/domain/types.js';
 import { app } from './fixtures.js';
 
 const spark = (version: string): KDAppSpec => ({ category: 'streaming', distroID: 'bluedata/spark', version });

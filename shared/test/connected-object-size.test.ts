@@ -10,10 +10,10 @@ import {
   keepConfigMap,
   keepSecret,
   tooLargeToDeliver,
-} from '../src/connected-object-size.js';
-import { renderConfigMapEntry } from '../src/render-configmeta.js';
-import { LAST_APPLIED_ANNOTATION, typeLabelMeta } from '../src/trim-object.js';
-import { LABEL_CM_TYPE, LABEL_SECRET_TYPE } from '../src/types.js';
+} from '../src/configmeta/connected-object-size.js';
+import { renderConfigMapEntry } from '../src/configmeta/render-configmeta.js';
+import { LAST_APPLIED_ANNOTATION, typeLabelMeta } from '../src/configmeta/trim-object.js';
+import { LABEL_CM_TYPE, LABEL_SECRET_TYPE } from '../src/domain/types.js';
 
 const KEY = new Uint8Array(32).fill(7);
 const meta = (labels: Record<string, string>, annotations: Record<string, string> = {}) => ({

@@ -1,9 +1,14 @@
 /** The plugin's graph and explain, from a snapshot: the webhook's verdicts, Unknown where nothing could be read. */
 import { describe, expect, it } from '@jest/globals';
-import { connectionEdges, connectionGraph, type NamespaceSnapshot } from '../src/connection-graph.js';
-import { explainCluster, memberLag } from '../src/explain-cluster.js';
-import { renderGraph, renderGraphDot, renderGraphMermaid, renderGraphText } from '../src/render-connection-graph.js';
-import { ANNOTATION_CONFIGMETA_GENERATOR } from '../src/types.js';
+import { connectionEdges, connectionGraph, type NamespaceSnapshot } from '../src/inspect/connection-graph.js';
+import { explainCluster, memberLag } from '../src/inspect/explain-cluster.js';
+import {
+  renderGraph,
+  renderGraphDot,
+  renderGraphMermaid,
+  renderGraphText,
+} from '../src/inspect/render-connection-graph.js';
+import { ANNOTATION_CONFIGMETA_GENERATOR } from '../src/domain/types.js';
 import { app, cluster, configMap, NS, pod, secret, SYSTEM_NS } from './fixtures.js';
 
 const OPTS = { systemNamespace: SYSTEM_NS };

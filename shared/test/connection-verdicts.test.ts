@@ -5,11 +5,11 @@
  * only warned about when kept), with the very message the reconciler writes to status.
  */
 import { describe, expect, it } from '@jest/globals';
-import { formatFieldError } from '../src/field-errors.js';
-import { resolveApp, type RuleOptions } from '../src/lookup.js';
-import { resolveConnections } from '../src/resolve-connections.js';
-import type { ConnectionList, ConnectionState, KDCluster } from '../src/types.js';
-import { validateCluster } from '../src/validate-kdcluster.js';
+import { formatFieldError } from '../src/domain/field-errors.js';
+import { resolveApp, type RuleOptions } from '../src/domain/lookup.js';
+import { resolveConnections } from '../src/plan/resolve-connections.js';
+import type { ConnectionList, ConnectionState, KDCluster } from '../src/domain/types.js';
+import { validateCluster } from '../src/domain/validate-kdcluster.js';
 import { MemoryWorld, NS, SYSTEM_NS, app, cluster, configMap, secret } from './fixtures.js';
 
 function world(): MemoryWorld {

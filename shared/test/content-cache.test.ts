@@ -5,8 +5,8 @@
  * retries) rather than answering "missing".
  */
 import { describe, expect, it } from '@jest/globals';
-import { ContentCache } from '../src/k8s/content-cache.js';
-import type { KubeObject } from '../src/k8s/informer.js';
+import { ContentCache } from '../src/runtime/content-cache.js';
+import type { KubeObject } from '../src/runtime/informer.js';
 
 interface Stored extends KubeObject {
   data: string;

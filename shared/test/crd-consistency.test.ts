@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { DNS1123_SUBDOMAIN_MAX, invalidObjectName } from '../src/names.js';
-import { API_VERSION, GROUP, KDAPP_PLURAL, KDCLUSTER_PLURAL, KIND_OF_LIST, VERSION } from '../src/types.js';
+import { DNS1123_SUBDOMAIN_MAX, invalidObjectName } from '../src/domain/names.js';
+import { API_VERSION, GROUP, KDAPP_PLURAL, KDCLUSTER_PLURAL, KIND_OF_LIST, VERSION } from '../src/domain/types.js';
 
 const crd = (file: string): any =>
   parse(

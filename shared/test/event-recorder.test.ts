@@ -4,9 +4,9 @@
  * maxTracked, the oldest go first, so a long run over many objects does not grow memory.
  */
 import { describe, expect, it } from '@jest/globals';
-import { EventRecorder, type EventInput } from '../src/k8s/event-recorder.js';
-import type { KubeClient } from '../src/k8s/kube-client.js';
-import { silentLogger } from '../src/logger.js';
+import { EventRecorder, type EventInput } from '../src/runtime/event-recorder.js';
+import type { KubeClient } from '../src/runtime/kube-client.js';
+import { silentLogger } from '../src/runtime/logger.js';
 
 const recorder = (o: { windowMs?: number; burstPerObject?: number; maxTracked?: number } = {}) =>
   new EventRecorder({ client: {} as KubeClient, controller: 'test', instance: 'test', log: silentLogger, ...o });

@@ -3,11 +3,11 @@
  * and examples/denied is denied with a message that names the connected app and what is allowed.
  */
 import { describe, expect, it } from '@jest/globals';
-import { formatFieldError } from '../src/field-errors.js';
-import { decideGenerator } from '../src/generator.js';
-import type { ConfigMapLike, KDApp, KDCluster, ObjectMeta } from '../src/types.js';
-import { validateApp } from '../src/validate-kdapp.js';
-import { validateCluster } from '../src/validate-kdcluster.js';
+import { formatFieldError } from '../src/domain/field-errors.js';
+import { decideGenerator } from '../src/domain/generator.js';
+import type { ConfigMapLike, KDApp, KDCluster, ObjectMeta } from '../src/domain/types.js';
+import { validateApp } from '../src/domain/validate-kdapp.js';
+import { validateCluster } from '../src/domain/validate-kdcluster.js';
 import { MemoryWorld, NS, SYSTEM_NS, exampleDocs } from './fixtures.js';
 
 const OPTS = { systemNamespace: SYSTEM_NS };

@@ -6,16 +6,16 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import type { AppLookup, World } from '../src/lookup.js';
-import { secretDataMac } from '../src/secret-data-mac.js';
-import { configMetaVolume } from '../src/pod-delivery.js';
+import type { AppLookup, World } from '../src/domain/lookup.js';
+import { secretDataMac } from '../src/configmeta/secret-data-mac.js';
+import { configMetaVolume } from '../src/delivery/pod-delivery.js';
+import { objectKey } from '../src/primitives/object-key.js';
 import {
   API_VERSION,
   LABEL_CM_TYPE,
   LABEL_KDCLUSTER,
   LABEL_ROLE,
   LABEL_SECRET_TYPE,
-  objectKey,
   type ConfigMapLike,
   type Connections,
   type KDApp,
@@ -25,7 +25,7 @@ import {
   type KDClusterStatus,
   type PodLike,
   type SecretLike,
-} from '../src/types.js';
+} from '../src/domain/types.js';
 
 export const NS = 'ml';
 export const SYSTEM_NS = 'kd-system';

@@ -11,7 +11,7 @@ import {
   programHelp,
   readCommandLine,
   type FlagSpec,
-} from '../src/flags.js';
+} from '../src/runtime/flags.js';
 
 const SPEC = {
   name: { type: 'string', env: 'T_NAME', default: 'dflt', help: 'a name' },

@@ -1,9 +1,9 @@
 /** The mutating webhook's generator decision and the connection-set diff it is based on. */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { connectionSets, diffConnections, hasConnections } from '../src/connection-sets.js';
-import { decideGenerator } from '../src/generator.js';
-import type { Connections } from '../src/types.js';
+import { connectionSets, diffConnections, hasConnections } from '../src/domain/connection-sets.js';
+import { decideGenerator } from '../src/domain/generator.js';
+import type { Connections } from '../src/domain/types.js';
 import { cluster, seeded, shuffled } from './fixtures.js';
 
 const c = (connections?: Connections, generator?: number, roles = [{ id: 'controller', members: 1 }]) =>

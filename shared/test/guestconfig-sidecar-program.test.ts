@@ -19,9 +19,9 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sidecarProgram } from '../src/guestconfig-sidecar-program.js';
-import { seedScript } from '../src/pod-delivery.js';
-import { renderSpliced } from '../src/configmeta-splice.js';
+import { sidecarProgram } from '../src/delivery/guestconfig-sidecar-program.js';
+import { seedScript } from '../src/delivery/pod-delivery.js';
+import { renderSpliced } from '../src/configmeta/configmeta-splice.js';
 
 let root: string;
 let proc: ChildProcess | undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { HOOK_EXCERPT_CHARS, hookOutputExcerpt, MASK } from '../src/hook-output.js';
+import { HOOK_EXCERPT_CHARS, hookOutputExcerpt, MASK } from '../src/plan/hook-output.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 

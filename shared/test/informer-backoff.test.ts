@@ -6,8 +6,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { Informer } from '../src/k8s/informer.js';
-import { KubeClient } from '../src/k8s/kube-client.js';
+import { Informer } from '../src/runtime/informer.js';
+import { KubeClient } from '../src/runtime/kube-client.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { isConflict, isUnappliedPatch, KubeApiError } from '../src/k8s/kube-client.js';
+import { isConflict, isUnappliedPatch, KubeApiError } from '../src/runtime/kube-client.js';
 
 const CAPTURED = JSON.parse(
   readFileSync(new URL('./fixtures/apiserver-write-errors.json', import.meta.url), 'utf8'),

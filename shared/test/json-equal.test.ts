@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { isDeepStrictEqual } from 'node:util';
-import { jsonEqual } from '../src/json-equal.js';
+import { jsonEqual } from '../src/primitives/json-equal.js';
 
 describe('jsonEqual', () => {
   // Pairs of JSON values; for every one jsonEqual must agree with util.isDeepStrictEqual, which it replaces.

@@ -1,8 +1,12 @@
 /** JSON Patch builders: the exact requests the reconciler sends, with `test` preconditions and `~1` escaping. */
 import { describe, expect, it } from '@jest/globals';
 import { isDeepStrictEqual } from 'node:util';
-import { pointer, sectionPatch, setAnnotationsPatch, testIdentity } from '../src/json-patch.js';
-import { ANNOTATION_CONFIGMETA, ANNOTATION_CONFIGMETA_GENERATOR, ANNOTATION_CONFIGMETA_HASH } from '../src/types.js';
+import { pointer, sectionPatch, setAnnotationsPatch, testIdentity } from '../src/primitives/json-patch.js';
+import {
+  ANNOTATION_CONFIGMETA,
+  ANNOTATION_CONFIGMETA_GENERATOR,
+  ANNOTATION_CONFIGMETA_HASH,
+} from '../src/domain/types.js';
 
 describe('setAnnotationsPatch', () => {
   const values = {

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { createCA, createServingCert } from '@kd-connections/certs';
-import { keepAliveAgent } from '../src/k8s/keep-alive-agent.js';
+import { keepAliveAgent } from '../src/runtime/keep-alive-agent.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;

@@ -16,7 +16,7 @@ import {
   KubeconfigError,
   loadKubeConnection,
   type LoadedKubeConnection,
-} from '../src/k8s/kubeconfig.js';
+} from '../src/runtime/kubeconfig.js';
 
 let dir: string;
 beforeEach(() => {

@@ -2,8 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { guardEventTarget } from '../src/k8s/kubedirector-guard.js';
-import { kubeDirectorFindings, kubeDirectorGuardMessage } from '../src/kubedirector-presence.js';
+import { guardEventTarget } from '../src/kubedirector/guard.js';
+import { kubeDirectorFindings, kubeDirectorGuardMessage } from '../src/kubedirector/presence.js';
 
 /** kd-connections' own kdcluster schema, as the chart installs it. */
 const own = parse(

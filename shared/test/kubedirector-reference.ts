@@ -5,7 +5,7 @@
  * cluster spec, the app, and the member list KubeDirector keeps in status (pod, nodeID, block devices).
  * Output keys follow Go's encoding/json: struct fields in declaration order, map keys sorted.
  */
-import type { ConfigMapLike, KDApp, KDCluster, ObjectMeta } from '../src/types.js';
+import type { ConfigMapLike, KDApp, KDCluster, ObjectMeta } from '../src/domain/types.js';
 import type { Json } from './configcli-reader.js';
 
 export interface KdMember {

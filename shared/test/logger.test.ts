@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { batchedStdout, createLogger, flushLogs } from '../src/logger.js';
+import { batchedStdout, createLogger, flushLogs } from '../src/runtime/logger.js';
 
 describe('logger', () => {
   it('writes one JSON object per line with the component, level, message and fields', () => {

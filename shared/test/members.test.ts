@@ -3,9 +3,9 @@
  * pods), in KubeDirector's order, with stable node ids; a member whose pod is away keeps its place.
  */
 import { describe, expect, it } from '@jest/globals';
-import { isMemberOf, isPodReady, membershipOf, membersOf, seatStateOf } from '../src/members.js';
-import { minimumOf, ordinalOf, seatCounts } from '../src/seats.js';
-import { LABEL_KDCLUSTER, type KDCluster, type KDClusterRole, type PodLike } from '../src/types.js';
+import { isMemberOf, isPodReady, membershipOf, membersOf, seatStateOf } from '../src/configmeta/members.js';
+import { minimumOf, ordinalOf, seatCounts } from '../src/configmeta/seats.js';
+import { LABEL_KDCLUSTER, type KDCluster, type KDClusterRole, type PodLike } from '../src/domain/types.js';
 import { app, cluster, pod } from './fixtures.js';
 
 const sparkApp = app('spark', {

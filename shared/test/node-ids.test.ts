@@ -1,6 +1,6 @@
 /** Stable node ids (KubeDirector's rule): kept for life, next unused for new members, never reused. */
 import { describe, expect, it } from '@jest/globals';
-import { assignNodeIds, readNodeIdState, type NodeIdState } from '../src/node-ids.js';
+import { assignNodeIds, readNodeIdState, type NodeIdState } from '../src/configmeta/node-ids.js';
 
 const EMPTY: NodeIdState = { lastNodeID: 0, nodeIDs: {} };
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);

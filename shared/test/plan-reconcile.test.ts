@@ -3,19 +3,19 @@
  * events it posts, decided from an observation without any I/O.
  */
 import { describe, expect, it } from '@jest/globals';
-import { ANNOTATIONS_SIZE_LIMIT } from '../src/annotation-size.js';
-import { decideBump } from '../src/generator.js';
-import { membersOf } from '../src/members.js';
-import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan-reconcile.js';
-import { resolveConnections } from '../src/resolve-connections.js';
-import { trimPod } from '../src/trim-object.js';
-import { ANNOTATION_CONFIGMETA_ROSTER } from '../src/guestconfig-layout.js';
+import { ANNOTATIONS_SIZE_LIMIT } from '../src/configmeta/annotation-size.js';
+import { decideBump } from '../src/domain/generator.js';
+import { membersOf } from '../src/configmeta/members.js';
+import { deliveryOutcome, planReconcile, planStatus, type Observation } from '../src/plan/plan-reconcile.js';
+import { resolveConnections } from '../src/plan/resolve-connections.js';
+import { trimPod } from '../src/configmeta/trim-object.js';
+import { ANNOTATION_CONFIGMETA_ROSTER } from '../src/domain/guestconfig-layout.js';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR,
   ANNOTATION_CONFIGMETA_HASH,
   ANNOTATION_CONFIGMETA_VOLUME,
   type KDCluster,
-} from '../src/types.js';
+} from '../src/domain/types.js';
 import { NS, SYSTEM_NS, cluster, pod, uidFor } from './fixtures.js';
 import { scenario } from './scenario.js';
 

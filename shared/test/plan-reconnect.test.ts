@@ -9,10 +9,7 @@ import {
   nextReconnectCheckMs,
   planReconnectReads,
   planReconnectRuns,
-  reconnectCondition,
-  reconnectEvents,
   reconnectMembersOf,
-  reconnectStatusPatch,
   recordReconnectResults,
   retryInMs,
   rolesWithConfigPackage,
@@ -22,15 +19,16 @@ import {
   type FileRead,
   type MemberReconnects,
   type ReconnectMember,
-} from '../src/plan-reconnect.js';
-import type { HookOutcome } from '../src/hook-output.js';
+} from '../src/plan/plan-reconnect.js';
+import { reconnectCondition, reconnectEvents, reconnectStatusPatch } from '../src/plan/reconnect-status.js';
+import type { HookOutcome } from '../src/plan/hook-output.js';
 import {
   journalRoster,
   MAX_PENDING_CHANGES,
   NOTIFY_MAX_ATTEMPTS,
   recordNotifyResults,
-} from '../src/plan-roster-changes.js';
-import { ANNOTATION_CONFIGMETA_GENERATOR } from '../src/types.js';
+} from '../src/plan/plan-roster-changes.js';
+import { ANNOTATION_CONFIGMETA_GENERATOR } from '../src/domain/types.js';
 import { app, cluster, pod } from './fixtures.js';
 
 const NOW = new Date('2026-12-03T09:00:00Z');

@@ -19,16 +19,16 @@ import {
   trimJournal,
   visibleChanges,
   type NotifyResult,
-} from '../src/plan-roster-changes.js';
+} from '../src/plan/plan-roster-changes.js';
 import {
   planReconnectReads,
   reconnectMembersOf,
   recordReconnectResults,
   retryInMs,
   type ReconnectMember,
-} from '../src/plan-reconnect.js';
-import type { HookOutcome } from '../src/hook-output.js';
-import type { MemberReconnect, RosterJournal } from '../src/types.js';
+} from '../src/plan/plan-reconnect.js';
+import type { HookOutcome } from '../src/plan/hook-output.js';
+import type { MemberReconnect, RosterJournal } from '../src/domain/types.js';
 import { app, cluster, pod } from './fixtures.js';
 
 const NOW = new Date('2026-12-07T09:00:00Z');

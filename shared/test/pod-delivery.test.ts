@@ -5,11 +5,11 @@ import {
   configMetaVolume,
   decidePodDelivery,
   deliveryUser,
-  hasConfigMetaDelivery,
   seedScript,
   type PodForMutation,
-} from '../src/pod-delivery.js';
-import { ANNOTATION_CONFIGMETA_VOLUME, LABEL_KDCLUSTER, LABEL_ROLE } from '../src/types.js';
+} from '../src/delivery/pod-delivery.js';
+import { ANNOTATION_CONFIGMETA_VOLUME, LABEL_KDCLUSTER, LABEL_ROLE } from '../src/domain/types.js';
+import { hasConfigMetaDelivery } from '../src/domain/guestconfig-layout.js';
 
 const IMAGE = 'registry.invalid/kd-guestconfig:9';
 const MOUNT = { name: 'kd-guestconfig', mountPath: '/etc/guestconfig', subPath: 'guestconfig' };

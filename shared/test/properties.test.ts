@@ -7,9 +7,9 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import jsonpatch from 'fast-json-patch';
 import { isDeepStrictEqual } from 'node:util';
-import { canonicalJson } from '../src/canonical-json.js';
-import { decideGenerator } from '../src/generator.js';
-import { contentHash, sha256Hex, shortHash } from '../src/hash.js';
+import { canonicalJson } from '../src/primitives/canonical-json.js';
+import { decideGenerator } from '../src/domain/generator.js';
+import { contentHash, sha256Hex, shortHash } from '../src/primitives/hash.js';
 import {
   escapePointerSegment,
   pointer,
@@ -17,11 +17,12 @@ import {
   setAnnotationsPatch,
   testIdentity,
   type PatchOp,
-} from '../src/json-patch.js';
-import { membersOf } from '../src/members.js';
-import { CONFIGMETA_DIR, CONFIGMETA_VOLUME, decidePodDelivery, type PodForMutation } from '../src/pod-delivery.js';
-import { renderConfigMetaForMembers, renderConnections } from '../src/render-configmeta.js';
-import { resolveConnections } from '../src/resolve-connections.js';
+} from '../src/primitives/json-patch.js';
+import { membersOf } from '../src/configmeta/members.js';
+import { CONFIGMETA_DIR, decidePodDelivery, type PodForMutation } from '../src/delivery/pod-delivery.js';
+import { CONFIGMETA_VOLUME } from '../src/domain/guestconfig-layout.js';
+import { renderConfigMetaForMembers, renderConnections } from '../src/configmeta/render-configmeta.js';
+import { resolveConnections } from '../src/plan/resolve-connections.js';
 import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_GENERATOR,
@@ -29,7 +30,7 @@ import {
   LABEL_KDCLUSTER,
   type Connections,
   type KDCluster,
-} from '../src/types.js';
+} from '../src/domain/types.js';
 import {
   MemoryWorld,
   NS,

@@ -9,19 +9,18 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ANNOTATIONS_SIZE_LIMIT, annotationsSize } from '../src/annotation-size.js';
+import { ANNOTATIONS_SIZE_LIMIT, annotationsSize } from '../src/configmeta/annotation-size.js';
 import {
   blockDevicePaths,
-  cores,
   endpointsOf,
-  memoryMiB,
   renderClusterSection,
   renderConfigMapEntry,
   renderConfigMetaForMembers,
   renderConnections,
   renderSecretEntry,
-} from '../src/render-configmeta.js';
-import { membersOf } from '../src/members.js';
+} from '../src/configmeta/render-configmeta.js';
+import { cores, memoryMiB } from '../src/configmeta/go-encoding.js';
+import { membersOf } from '../src/configmeta/members.js';
 import { configMap, secret, exampleApps, cluster, pod, NS } from './fixtures.js';
 import { LAST_APPLIED, render, scenario } from './scenario.js';
 

@@ -12,8 +12,8 @@ import {
   foreignPrivateSecretMessage,
   privateSecretOwner,
   trimPrivateSecret,
-} from '../src/plan-private-secret.js';
-import { PLATFORM_DOCUMENT, renderPrivateSecretEntry } from '../src/render-private-configmeta.js';
+} from '../src/plan/plan-private-secret.js';
+import { PLATFORM_DOCUMENT, renderPrivateSecretEntry } from '../src/configmeta/render-private-configmeta.js';
 import { configcliGet, configcliRootView as rootView, type Json } from './configcli-reader.js';
 import { LAST_APPLIED, render, scenario, SECRET_PLAIN } from './scenario.js';
 import { secret, TEST_DIGEST_KEY } from './fixtures.js';

@@ -3,10 +3,10 @@
  * are left out (fail closed), and the hash covers what pods see — and nothing else.
  */
 import { describe, expect, it } from '@jest/globals';
-import { contentHash } from '../src/hash.js';
-import { tooLargeToDeliver } from '../src/connected-object-size.js';
-import { resolveConnections, type ResolveOptions } from '../src/resolve-connections.js';
-import type { Connections, KDCluster } from '../src/types.js';
+import { contentHash } from '../src/primitives/hash.js';
+import { tooLargeToDeliver } from '../src/configmeta/connected-object-size.js';
+import { resolveConnections, type ResolveOptions } from '../src/plan/resolve-connections.js';
+import type { Connections, KDCluster } from '../src/domain/types.js';
 import { MemoryWorld, NS, SYSTEM_NS, app, cluster, configMap, exampleApps, pod, secret } from './fixtures.js';
 
 const OPTS: ResolveOptions = { systemNamespace: SYSTEM_NS };

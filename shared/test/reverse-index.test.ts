@@ -1,7 +1,7 @@
 /** The reverse index: namespace-qualified, so a same-named object elsewhere wakes nobody. */
 import { describe, expect, it } from '@jest/globals';
-import { ReverseIndex } from '../src/reverse-index.js';
-import { objectKey, splitKey } from '../src/types.js';
+import { ReverseIndex } from '../src/plan/reverse-index.js';
+import { objectKey, splitKey } from '../src/primitives/object-key.js';
 
 describe('ReverseIndex', () => {
   it('maps each connected object to the clusters that list it', () => {

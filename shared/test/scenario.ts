@@ -3,12 +3,12 @@
  * "notebook" (app jupyter-notebook of examples/) connects to the cluster "training" (app training-engine,
  * three members in two roles), the ConfigMap "model-prediction" and the Secret "scm-creds".
  */
-import type { ResolvedApp } from '../src/lookup.js';
-import { membersOf, type Member } from '../src/members.js';
-import { renderConfigMetaForMembers, renderConnections } from '../src/render-configmeta.js';
-import { renderPrivateFiles, type PrivateFiles } from '../src/render-private-configmeta.js';
-import { resolveConnections, type ResolvedConnections } from '../src/resolve-connections.js';
-import type { KDApp, KDCluster } from '../src/types.js';
+import type { ResolvedApp } from '../src/domain/lookup.js';
+import { membersOf, type Member } from '../src/configmeta/members.js';
+import { renderConfigMetaForMembers, renderConnections } from '../src/configmeta/render-configmeta.js';
+import { renderPrivateFiles, type PrivateFiles } from '../src/configmeta/render-private-configmeta.js';
+import { resolveConnections, type ResolvedConnections } from '../src/plan/resolve-connections.js';
+import type { KDApp, KDCluster } from '../src/domain/types.js';
 import { MemoryWorld, NS, SYSTEM_NS, cluster, configMap, exampleApps, pod, secret } from './fixtures.js';
 
 export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';

@@ -7,12 +7,12 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { BoundedMemo } from '../src/bounded-memo.js';
-import { parseVersionSpec, versionMatches, versionMemoSizes } from '../src/connectable.js';
-import { SCHEMA_LIMITS } from '../src/schema-limits.js';
-import { checkConnectableTo, validateApp } from '../src/validate-kdapp.js';
-import { lookupFreeErrors, validateCluster } from '../src/validate-kdcluster.js';
-import type { KDApp, KDCluster } from '../src/types.js';
+import { BoundedMemo } from '../src/primitives/bounded-memo.js';
+import { parseVersionSpec, versionMatches, versionMemoSizes } from '../src/domain/connectable.js';
+import { SCHEMA_LIMITS } from '../src/domain/schema-limits.js';
+import { checkConnectableTo, validateApp } from '../src/domain/validate-kdapp.js';
+import { lookupFreeErrors, validateCluster } from '../src/domain/validate-kdcluster.js';
+import type { KDApp, KDCluster } from '../src/domain/types.js';
 
 const crd = (file: string): any =>
   parse(

@@ -4,10 +4,10 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { guessFourDigits } from '../../test/support/secret-guess.js';
-import { describeChanges } from '../src/connection-changes.js';
-import { DIGEST_KEY_BYTES, secretDataMac } from '../src/secret-data-mac.js';
-import { renderConnections } from '../src/render-configmeta.js';
-import { resolveConnections } from '../src/resolve-connections.js';
+import { describeChanges } from '../src/plan/connection-changes.js';
+import { DIGEST_KEY_BYTES, secretDataMac } from '../src/configmeta/secret-data-mac.js';
+import { renderConnections } from '../src/configmeta/render-configmeta.js';
+import { resolveConnections } from '../src/plan/resolve-connections.js';
 import { MemoryWorld, NS, SYSTEM_NS, TEST_DIGEST_KEY, cluster, exampleApps, secret } from './fixtures.js';
 
 const DATA = { pin: Buffer.from('4821').toString('base64') };

@@ -4,9 +4,9 @@
  * so an annotation or label that quotes a value never leaks.
  */
 import { describe, expect, it } from '@jest/globals';
-import { renderConnections, renderSecretEntry } from '../src/render-configmeta.js';
-import { LAST_APPLIED_ANNOTATION, metaOnly, trimSecret } from '../src/trim-object.js';
-import { LABEL_SECRET_TYPE } from '../src/types.js';
+import { renderConnections, renderSecretEntry } from '../src/configmeta/render-configmeta.js';
+import { LAST_APPLIED_ANNOTATION, metaOnly, trimSecret } from '../src/configmeta/trim-object.js';
+import { LABEL_SECRET_TYPE } from '../src/domain/types.js';
 import { TEST_DIGEST_KEY, secret } from './fixtures.js';
 
 const VALUE = 'hunter2';

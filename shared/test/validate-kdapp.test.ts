@@ -3,9 +3,9 @@
  * an update, or a re-created app, now forbids.
  */
 import { describe, expect, it } from '@jest/globals';
-import { formatFieldError } from '../src/field-errors.js';
-import type { ConnectableToEntry, KDApp, KDAppSpec } from '../src/types.js';
-import { checkConnectableTo, validateApp, type AppReview } from '../src/validate-kdapp.js';
+import { formatFieldError } from '../src/domain/field-errors.js';
+import type { ConnectableToEntry, KDApp, KDAppSpec } from '../src/domain/types.js';
+import { checkConnectableTo, validateApp, type AppReview } from '../src/domain/validate-kdapp.js';
 import { MemoryWorld, NS, SYSTEM_NS, app, cluster } from './fixtures.js';
 
 const OPTS = { systemNamespace: SYSTEM_NS };

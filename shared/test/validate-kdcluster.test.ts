@@ -3,10 +3,10 @@
  * the EXACT errors ("field: message") and warnings it must produce.
  */
 import { describe, expect, it } from '@jest/globals';
-import { formatFieldError, denialMessage } from '../src/field-errors.js';
-import type { RuleOptions } from '../src/lookup.js';
-import type { KDCluster } from '../src/types.js';
-import { validateCluster, type ClusterReview } from '../src/validate-kdcluster.js';
+import { formatFieldError, denialMessage } from '../src/domain/field-errors.js';
+import type { RuleOptions } from '../src/domain/lookup.js';
+import type { KDCluster } from '../src/domain/types.js';
+import { validateCluster, type ClusterReview } from '../src/domain/validate-kdcluster.js';
 import { MemoryWorld, NS, SYSTEM_NS, app, cluster, configMap, secret } from './fixtures.js';
 
 const NOTEBOOK_ALLOWED = '{category: "training"}, {category: "streaming", version: ">=2.4 <3"}';

@@ -5,7 +5,7 @@
  */
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
-import { errorStatus } from '@kd-connections/shared';
+import { errorStatus } from '@kd-connections/shared/runtime';
 import { gitRevision } from '../../images/src/git-revision.js';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import type { TestEnv } from '../support/cluster.js';

@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { ANNOTATION_CONFIGMETA } from '@kd-connections/shared';
+import { ANNOTATION_CONFIGMETA } from '@kd-connections/shared/domain';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { apply, configMap, kdApp } from '../support/kd-objects.js';
 import { benchEnv, say, timer } from './env.js';

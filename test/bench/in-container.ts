@@ -11,7 +11,8 @@
  * "first document read" also covers the sidecar's gate: the app starts only once the file exists.
  */
 import { readFileSync } from 'node:fs';
-import { ANNOTATION_CONFIGMETA, CONFIGMETA_DIR, CONFIGMETA_FILE, GUESTCONFIG_SIDECAR } from '@kd-connections/shared';
+import { CONFIGMETA_DIR } from '@kd-connections/shared/delivery';
+import { ANNOTATION_CONFIGMETA, CONFIGMETA_FILE, GUESTCONFIG_SIDECAR } from '@kd-connections/shared/domain';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { startNode, TEST_NODE_TOLERATION, type NodeHandle } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';

@@ -6,7 +6,8 @@
  * per cluster). Run with the reconciler stopped, so nothing else writes the pods.
  */
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION_CONFIGMETA, ANNOTATION_CONFIGMETA_HASH, setAnnotationsPatch } from '@kd-connections/shared';
+import { ANNOTATION_CONFIGMETA, ANNOTATION_CONFIGMETA_HASH } from '@kd-connections/shared/domain';
+import { setAnnotationsPatch } from '@kd-connections/shared/primitives';
 import { mapLimit, timer } from './env.js';
 import { round } from './stats.js';
 

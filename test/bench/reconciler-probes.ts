@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '@kd-connections/shared';
+import { KubeClient } from '@kd-connections/shared/runtime';
 import { readAudit, type AuditEvent } from '../support/audit.js';
 import { memberPod } from '../support/kd-objects.js';
 import { mapLimit, withRetry } from './env.js';

@@ -5,13 +5,13 @@
  * the API server looks for the pod's node, so a Pending pod is enough).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { GUESTCONFIG_SIDECAR } from '@kd-connections/shared/domain';
 import {
-  GUESTCONFIG_SIDECAR,
   notifyCommand,
   READ_FILES_COMMAND,
   RECONNECT_COMMAND,
   RECONNECT_STARTSCRIPT,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/plan';
 import { useTestEnv } from '../support/cluster.js';
 import { kubectlOk } from '../support/kd-objects.js';
 import { eventually, run } from '../support/processes.js';

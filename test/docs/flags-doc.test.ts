@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { programHelp } from '@kd-connections/shared';
+import { programHelp } from '@kd-connections/shared/runtime';
 import { repoPath } from '../support/processes.js';
 import { flagsDoc, PROGRAMS } from './flags-doc.js';
 

@@ -1,9 +1,9 @@
 /**
  * docs/flags.md: every flag of both services, their environment variables and defaults, generated from
- * the same specs as their --help (shared/src/flags.ts). `npm run docs:flags` writes it; a unit test
+ * the same specs as their --help (shared/src/runtime/flags.ts). `npm run docs:flags` writes it; a unit test
  * (flags-doc.test.ts) fails when the committed file differs or a --help flag is missing from it.
  */
-import { flagsMarkdown, type FlagSpec, type ProgramInfo } from '@kd-connections/shared';
+import { flagsMarkdown, type FlagSpec, type ProgramInfo } from '@kd-connections/shared/runtime';
 import { ADMISSION_FLAGS, ADMISSION_PROGRAM } from '../../admission/src/config.js';
 import { RECONCILER_FLAGS, RECONCILER_PROGRAM } from '../../reconciler/src/config.js';
 

@@ -16,7 +16,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_GUESTCONFIG_IMAGE, SIDECAR_PROGRAM, sidecarProgram } from '@kd-connections/shared';
+import { sidecarProgram } from '@kd-connections/shared/delivery';
+import { DEFAULT_GUESTCONFIG_IMAGE, SIDECAR_PROGRAM } from '@kd-connections/shared/domain';
 import {
   goArch,
   readInputs,

@@ -9,7 +9,8 @@ import { lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { SIDECAR_PROGRAM, sidecarProgram } from '@kd-connections/shared';
+import { sidecarProgram } from '@kd-connections/shared/delivery';
+import { SIDECAR_PROGRAM } from '@kd-connections/shared/domain';
 import { buildGuestconfigImage, guestconfigImageName } from '../../images/src/guestconfig-image.js';
 import { hostArch, readInputs, unpackDebianFiles } from '../../images/src/image-inputs.js';
 import { SBOM_PATH } from '../../images/src/sbom.js';

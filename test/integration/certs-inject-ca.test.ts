@@ -17,7 +17,7 @@ import {
   type WebhookConfigurationClient,
   type WebhookConfigurationKind,
 } from '@kd-connections/certs';
-import { KubeClient } from '@kd-connections/shared';
+import { KubeClient } from '@kd-connections/shared/runtime';
 import { useTestEnv } from '../support/cluster.js';
 import {
   markerWebhook,

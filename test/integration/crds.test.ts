@@ -6,7 +6,9 @@
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { buildStatus, sectionPatch, type KDClusterStatus } from '@kd-connections/shared';
+import { type KDClusterStatus } from '@kd-connections/shared/domain';
+import { buildStatus } from '@kd-connections/shared/plan';
+import { sectionPatch } from '@kd-connections/shared/primitives';
 import { isDeepStrictEqual } from 'node:util';
 import { useTestEnv } from '../support/cluster.js';
 import { parseTable, yamlDocs } from './kd.js';

@@ -1,7 +1,7 @@
 /** The shared informer against the real API server: events, metadata-only, quiet relists, 410 Gone. */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { Informer, KubeClient, type KubeObject } from '@kd-connections/shared';
+import { Informer, KubeClient, type KubeObject } from '@kd-connections/shared/runtime';
 import { useTestEnv } from '../support/cluster.js';
 import { eventually } from '../support/processes.js';
 import { compactEtcd } from '../support/etcd.js';

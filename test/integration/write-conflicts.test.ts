@@ -6,7 +6,7 @@
  * captured here from kube-apiserver; this file keeps them honest against the server actually run.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { isConflict, KubeApiError, KubeClient } from '@kd-connections/shared';
+import { isConflict, KubeApiError, KubeClient } from '@kd-connections/shared/runtime';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { apply, configMap, kdApp, kdCluster } from '../support/kd-objects.js';

@@ -62,7 +62,7 @@ import { ctrBinary, memberStatefulSet } from '../node/node-support.js';
 import { diff } from '../../shared/test/kubedirector-differences.js';
 import { kubedirectorConfigmeta, type KdWorld } from '../../shared/test/kubedirector-reference.js';
 import type { Json } from '../../shared/test/configcli-reader.js';
-import type { KDApp, KDCluster } from '../../shared/src/types.js';
+import type { KDApp, KDCluster } from '../../shared/src/domain/types.js';
 
 // KubeDirector's reconcile passes and pod starts take tens of seconds on a loaded 2-core machine.
 jest.setTimeout(600_000);

@@ -6,7 +6,7 @@
  * opt-out and an existing mount are respected.
  */
 import { describe, expect, it } from '@jest/globals';
-import { privateConfigMetaSecretName } from '@kd-connections/shared';
+import { privateConfigMetaSecretName } from '@kd-connections/shared/domain';
 import {
   APP_IMAGE_FILES,
   GUESTCONFIG_APP_IMAGE,

@@ -4,7 +4,8 @@
  * column, the webhook's "no ready members yet" warning) follow real pod readiness.
  */
 import { describe, expect, it } from '@jest/globals';
-import { CONFIGMETA_DIR, CONFIGMETA_FILE } from '@kd-connections/shared';
+import { CONFIGMETA_DIR } from '@kd-connections/shared/delivery';
+import { CONFIGMETA_FILE } from '@kd-connections/shared/domain';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, podConfigMeta } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { LABEL_KDCLUSTER, LABEL_ROLE } from '@kd-connections/shared';
+import { LABEL_KDCLUSTER, LABEL_ROLE } from '@kd-connections/shared/domain';
 import { controlPlaneInfo, type TestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { startAdmission, startReconciler, type ReconcilerProcess, type RunningAdmission } from '../support/services.js';

@@ -18,7 +18,7 @@ import {
   PLATFORM_FILE,
   PRIVATE_CONFIGMETA_FILE,
   privateConfigMetaSecretName,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
 import {
   CONFIGCLI_IMAGE,
   catIn,

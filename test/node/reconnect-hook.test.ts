@@ -13,13 +13,13 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   ANNOTATION_CONFIGMETA_GENERATOR as ANNOTATION_GENERATOR,
-  CONDITION_MEMBERS_RECONNECTED,
   GENERATOR_FILE,
   GUESTCONFIG_DIR,
   GUESTCONFIG_SIDECAR,
   LABEL_KDCLUSTER,
   LABEL_ROLE,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
+import { CONDITION_MEMBERS_RECONNECTED } from '@kd-connections/shared/plan';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { useTestEnv } from '../support/cluster.js';

@@ -16,7 +16,7 @@ import { useTestEnv } from '../support/cluster.js';
 import { apply, getJson, kdApp, kdCluster, kubectlOk } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';
 import { importImages, memberStatefulSet, nodeMemberPod, useDeliveryServices, waitPodReady } from './node-support.js';
-import { ANNOTATION_CONFIGMETA } from '@kd-connections/shared';
+import { ANNOTATION_CONFIGMETA } from '@kd-connections/shared/domain';
 
 const env = useTestEnv();
 const CLUSTER = 'seats';

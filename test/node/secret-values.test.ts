@@ -15,7 +15,7 @@ import {
   ANNOTATION_CONFIGMETA,
   ANNOTATION_CONFIGMETA_SPLICE,
   privateConfigMetaSecretName,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
 import { CONFIGCLI_IMAGE, catIn, configcliGet, configcliImage, configcliValue } from '../images/configcli-image.js';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, configMap, getJson, kdApp, kdCluster, kubectlOk, secret } from '../support/kd-objects.js';

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeClient, loadKubeConnection } from '@kd-connections/shared';
+import { KubeClient, loadKubeConnection } from '@kd-connections/shared/runtime';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { useTestEnv } from '../support/cluster.js';

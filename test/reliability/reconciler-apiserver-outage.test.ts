@@ -9,7 +9,7 @@
  *    the change within 30 s of the restart (plus the fan-out itself).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
 import { allPodsHold, applyFanOut, interruptFanOut, settled } from '../support/reconciler-fan-out.js';
 import { sleep, testClient } from '../support/reconciler-state.js';

@@ -17,7 +17,7 @@ import {
   testClient,
   waitQuiet,
 } from '../support/reconciler-state.js';
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import { installCrds } from '../support/crds.js';
 import { type ReconcilerProcess } from '../support/services.js';
 

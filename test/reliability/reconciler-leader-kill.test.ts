@@ -9,7 +9,7 @@
  * generator and the new content, each bump and each pod patch happened exactly once across both.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import { useTestEnv } from '../support/cluster.js';
 import { eventually } from '../support/processes.js';
 import { allPodsHold, interruptFanOut, startFanOut } from '../support/reconciler-fan-out.js';

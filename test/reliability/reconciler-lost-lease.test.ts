@@ -6,7 +6,7 @@
  * 30 clusters × 3 member pods connected to one ConfigMap; the witness is the API server's audit log.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import { useTestEnv } from '../support/cluster.js';
 import { allPodsHold, interruptFanOut, startFanOut } from '../support/reconciler-fan-out.js';
 import { clusterStates, reconcilerWrites, sleep, testClient, waitQuiet } from '../support/reconciler-state.js';

@@ -9,7 +9,7 @@
  * a retry delivers to the rest and the condition turns True, without another generator bump.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import { useTestEnv } from '../support/cluster.js';
 import { writes } from '../support/audit.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from '../support/kd-objects.js';

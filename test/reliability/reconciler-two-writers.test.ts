@@ -8,7 +8,7 @@
  * precondition failures that were retried — never as lost updates.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import { useTestEnv } from '../support/cluster.js';
 import { apply, configMap, kdApp, kdCluster, kubectlOk, memberPod } from '../support/kd-objects.js';
 import { eventually } from '../support/processes.js';

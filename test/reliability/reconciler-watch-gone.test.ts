@@ -8,7 +8,7 @@
  * zero writes; a ConfigMap edit afterwards must cost exactly the minimum writes.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import { countByResource } from '../support/audit.js';
 import { useDedicatedControlPlane } from '../support/dedicated-controlplane.js';
 import { compactEtcd } from '../support/etcd.js';

@@ -40,7 +40,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as prettier from 'prettier';
-import { errorStatus, KubeClient } from '@kd-connections/shared';
+import { errorStatus, KubeClient } from '@kd-connections/shared/runtime';
 import { startControlPlane } from '../controlplane/controlplane.js';
 import { benchEnv } from '../bench/env.js';
 import { apply, configMap, getJson, kdApp, kdCluster, memberPod, secret } from '../support/kd-objects.js';

@@ -1,6 +1,6 @@
 /** Builders for the objects cluster tests create: apps, clusters, labelled ConfigMaps/Secrets, member pods. */
 import type { TestEnv } from './cluster.js';
-import { decidePodDelivery } from '@kd-connections/shared';
+import { decidePodDelivery } from '@kd-connections/shared/delivery';
 import jsonpatch from 'fast-json-patch';
 
 type Obj = Record<string, unknown>;

@@ -4,7 +4,7 @@
  * the tests short; the mechanism is the same), first delivery done and both quiet. One cluster at a time
  * and one pod patch at a time per cluster stretch a fan-out so a fault lands in its middle.
  */
-import type { KubeClient } from '@kd-connections/shared';
+import type { KubeClient } from '@kd-connections/shared/runtime';
 import type { TestEnv } from './cluster.js';
 import { apply, configMap, kdApp, kdCluster, memberPod } from './kd-objects.js';
 import { eventually } from './processes.js';

@@ -4,7 +4,7 @@
  * "converged" (status synced and every pod at the cluster's generator), the reconciler's own writes in
  * the audit log, and "quiet" (nothing queued, no write or reconcile for a while) from its metrics.
  */
-import { KubeClient } from '@kd-connections/shared';
+import { KubeClient } from '@kd-connections/shared/runtime';
 import type { TestEnv } from './cluster.js';
 import { writes, type AuditEvent } from './audit.js';
 import { eventually } from './processes.js';

@@ -7,7 +7,7 @@
  * what the reconciler could compute, and shows the guess would work if the key leaked.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { canonicalJson } from '@kd-connections/shared';
+import { canonicalJson } from '@kd-connections/shared/primitives';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const contentHash = (v: unknown) => sha256(canonicalJson(v));

@@ -6,13 +6,13 @@
  *
  * Flags: the defaults below come first and the caller's args after them; the services take the last
  * value of a repeated flag, so a caller's flag replaces a default. Node runs with the service's flags from
- * shared/src/service-node-flags.ts (as in its image), in NODE_OPTIONS (see serviceNodeOptions).
+ * shared/src/runtime/service-node-flags.ts (as in its image), in NODE_OPTIONS (see serviceNodeOptions).
  */
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SERVICE_NODE_FLAGS } from '@kd-connections/shared';
+import { SERVICE_NODE_FLAGS } from '@kd-connections/shared/runtime';
 import { freePort } from '../controlplane/net.js';
 import type { ControlPlaneInfo } from '../controlplane/controlplane.js';
 import { metricSum } from './prometheus-text.js';

@@ -46,7 +46,7 @@ import {
   type WebhookConfigurationClient,
   type WebhookConfigurationRef,
 } from '@kd-connections/certs';
-import { EventRecorder, Informer, type KubeClient, type Logger } from '@kd-connections/shared';
+import { EventRecorder, Informer, type KubeClient, type Logger } from '@kd-connections/shared/runtime';
 import type { CertificateSink, CertificateSource } from './certificate.js';
 import { CABundlePublisher } from './ca-bundle-publisher.js';
 import { workerGenerator, type Generator } from './certificate-generator.js';

@@ -21,7 +21,7 @@ import {
   type WebhookConfigurationRef,
   type WebhookConfigurationView,
 } from '@kd-connections/certs';
-import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared';
+import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared/runtime';
 
 /** How long a CA stays published after it is no longer wanted; must exceed the propagation delay plus one Secret write. */
 export const PRUNE_AFTER_MS = 20_000;

@@ -5,7 +5,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { createCA, createServingCert, type CertPair } from '@kd-connections/certs';
-import type { Logger } from '@kd-connections/shared';
+import type { Logger } from '@kd-connections/shared/runtime';
 
 export interface GenerateRequest {
   /** Issue the serving certificate from this CA; absent: create a new CA first. */

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { errorMessage, silentLogger, type Logger } from '@kd-connections/shared';
+import { errorMessage, silentLogger, type Logger } from '@kd-connections/shared/runtime';
 import type { CertificateSink, CertificateSource } from './certificate.js';
 import { SingleFlight } from './single-flight.js';
 

@@ -5,7 +5,7 @@
  * clamp (timerDelayMs) and never keep the process alive. Watches are only triggers.
  */
 import { timerDelayMs } from '@kd-connections/certs';
-import { errorMessage, type Informer } from '@kd-connections/shared';
+import { errorMessage, type Informer } from '@kd-connections/shared/runtime';
 import { SingleFlight } from './single-flight.js';
 
 export interface SchedulerOptions {

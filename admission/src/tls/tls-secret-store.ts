@@ -12,7 +12,7 @@ import {
   type EventRecorder,
   type EventTarget,
   type KubeClient,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/runtime';
 
 export type WriteOutcome = { written: SecretObject } | { conflict: string };
 

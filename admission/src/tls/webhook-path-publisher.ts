@@ -11,7 +11,7 @@ import {
   type WebhookConfigurationClient,
   type WebhookConfigurationRef,
 } from '@kd-connections/certs';
-import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared';
+import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared/runtime';
 
 const ATTEMPTS = 4;
 

@@ -18,7 +18,7 @@ import {
   lookupFreeErrors,
   validateCluster,
   type KDCluster,
-} from '@kd-connections/shared';
+} from '@kd-connections/shared/domain';
 import type { Decision } from '../admission-review.js';
 import { assertPatchApplies } from '../patch-check.js';
 import { withIdentity, type Webhook } from '../webhook.js';

@@ -4,7 +4,7 @@
  * objectSelector on the kdcluster label, so other pods never reach it; a pod without the label that
  * arrives anyway is left alone.
  */
-import { decidePodDelivery, type PodForMutation } from '@kd-connections/shared';
+import { decidePodDelivery, type PodForMutation } from '@kd-connections/shared/delivery';
 import type { Decision } from '../admission-review.js';
 import { assertPatchApplies } from '../patch-check.js';
 import type { Webhook } from '../webhook.js';

@@ -1,5 +1,5 @@
 /** A validating webhook's answer from shared/'s rule result: allowed with warnings, or 403 naming every problem. */
-import { denialMessage, type RuleResult } from '@kd-connections/shared';
+import { denialMessage, type RuleResult } from '@kd-connections/shared/domain';
 import type { Decision } from '../admission-review.js';
 
 export function ruleDecision(

@@ -1,5 +1,5 @@
 /** Validating webhook for KubeDirectorApps: a well-formed connectable_to; warns when an update tightens it. */
-import { GROUP, validateApp, type KDApp } from '@kd-connections/shared';
+import { GROUP, validateApp, type KDApp } from '@kd-connections/shared/domain';
 import type { Decision } from '../admission-review.js';
 import { withIdentity, type Webhook } from '../webhook.js';
 import { ruleDecision } from './rule-decision.js';

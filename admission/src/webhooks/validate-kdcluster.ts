@@ -1,5 +1,5 @@
 /** Validating webhook for KubeDirectorClusters: the connection rules of shared/, every violation at once. */
-import { GROUP, validateCluster, type KDCluster } from '@kd-connections/shared';
+import { GROUP, validateCluster, type KDCluster } from '@kd-connections/shared/domain';
 import type { Decision } from '../admission-review.js';
 import { withIdentity, type Webhook } from '../webhook.js';
 import { prefetchConnections } from '../prefetch-connections.js';

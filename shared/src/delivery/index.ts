@@ -1,0 +1,2 @@
+export * from './pod-delivery.js';
+export * from './guestconfig-sidecar-program.js';
