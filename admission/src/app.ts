@@ -12,7 +12,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { routeBehindToken } from '@kd-connections/certs';
-import { errorMessage, type Logger } from '@kd-connections/shared/runtime';
+import { errorMessage, type Logger, type Readiness } from '@kd-connections/shared/runtime';
 import { parseAdmissionReview, type AdmissionReview } from './admission-review.js';
 import type { BodyGarbage } from './body-garbage.js';
 import type { AdmissionMetrics, RequestResult } from './metrics.js';
@@ -21,12 +21,6 @@ import type { NamespaceScope } from './namespace-scope.js';
 import { reviewDeadlineMs } from './review-deadline.js';
 import type { ReviewLimiter } from './review-limiter.js';
 import { runWebhook, type Webhook, type WebhookDeps } from './webhook.js';
-
-export interface Readiness {
-  ready: boolean;
-  /** Why not, for the /readyz body. */
-  reasons: string[];
-}
 
 export interface AppOptions {
   webhooks: readonly Webhook[];

@@ -12,10 +12,9 @@ import https from 'node:https';
 import type { RequestListener } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { silentLogger, type Logger } from '@kd-connections/shared/runtime';
+import { listenOn, silentLogger, type Logger } from '@kd-connections/shared/runtime';
 import { checkPair, tlsOptions, type CertificateSink } from './tls/certificate.js';
 import type { AdmissionMetrics } from './metrics.js';
-import { listenOn } from './listen.js';
 
 /** The API server's pooled connections idle out after 90 s; closing first would race a reused socket. */
 export const KEEP_ALIVE_TIMEOUT_MS = 100_000;

@@ -13,13 +13,14 @@ import {
   KubeClient,
   type KubeConnection,
   type Logger,
+  ProbeServer,
+  type Readiness,
 } from '@kd-connections/shared/runtime';
-import { createApp, type Readiness } from './app.js';
+import { createApp } from './app.js';
 import { BodyGarbage } from './body-garbage.js';
 import { AdmissionCaches } from './caches.js';
 import type { AdmissionConfig } from './config.js';
 import { AdmissionMetrics } from './metrics.js';
-import { ProbeServer } from './probe-server.js';
 import { ReviewLimiter } from './review-limiter.js';
 import { AdmissionServer } from './server.js';
 import { BootstrapCertificateSource } from './tls/bootstrap-certificate-source.js';
@@ -203,7 +204,7 @@ export class AdmissionService implements CertificateSink {
             host: config.bindAddress,
             port: config.probePort,
             readiness: () => this.readiness(),
-            metrics: this.metrics,
+            metrics: this.metrics.registry,
           })
         : undefined;
     this.source =

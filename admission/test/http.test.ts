@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger } from '@kd-connections/shared/runtime';
-import { createApp, type Readiness } from '../src/app.js';
+import { createLogger, type Readiness } from '@kd-connections/shared/runtime';
+import { createApp } from '../src/app.js';
 import { AdmissionMetrics } from '../src/metrics.js';
 import { MAX_BODY_BYTES } from '../src/request-body.js';
 import { WEBHOOKS } from '../src/webhooks/index.js';

@@ -11,6 +11,7 @@ import {
   KubeClient,
   type LoadedKubeConnection,
   type Logger,
+  ProbeServer,
 } from '@kd-connections/shared/runtime';
 import type { Clock } from './clock.js';
 import type { ReconcilerConfig } from './config.js';
@@ -18,7 +19,6 @@ import { Controller } from './controller.js';
 import { HeapRelease } from './heap-release.js';
 import { LeaderElector } from './leader-election.js';
 import { ReconcilerMetrics } from './metrics.js';
-import { startProbeServer, type ProbeServer } from './probe-server.js';
 import { WebSocketPodExec } from './reconnect-hook.js';
 
 export interface ReconcilerServiceOptions {
@@ -88,17 +88,19 @@ export class ReconcilerService {
   /** Serves the probes, fills the caches, then campaigns for the lease (or leads). Returns the probe port. */
   async start(): Promise<number> {
     const { config: cfg } = this.opts;
-    this.probes = await startProbeServer(
-      cfg.metricsHost,
-      cfg.metricsPort,
-      () => this.controller.caches.synced,
-      this.metrics.registry,
-    );
+    this.probes = new ProbeServer({
+      host: cfg.metricsHost,
+      port: cfg.metricsPort,
+      readiness: () =>
+        this.controller.caches.synced ? { ready: true, reasons: [] } : { ready: false, reasons: ['caches not synced'] },
+      metrics: this.metrics.registry,
+    });
+    const probePort = await this.probes.listen();
     this.log.info('starting', {
       identity: cfg.identity,
       namespaces: cfg.namespaces.length ? cfg.namespaces : ['*'],
       systemNamespace: cfg.systemNamespace,
-      metricsPort: this.probes.port,
+      metricsPort: probePort,
       secretConnections: cfg.secretConnections,
       reconnectHook: cfg.reconnectHook,
     });
@@ -132,7 +134,7 @@ export class ReconcilerService {
       this.solo = new AbortController();
       this.controller.startLeading({ signal: this.solo.signal, check: () => {} });
     }
-    return this.probes.port;
+    return probePort;
   }
 
   /** Lets the reconciles in flight finish, releases the lease, stops the caches and the probe server. */

@@ -9,3 +9,6 @@ export * from './flags.js';
 export * from './full-collection.js';
 export * from './service-node-flags.js';
 export * from './keep-alive-agent.js';
+export * from './listen.js';
+export * from './probe-server.js';
+export * from './run-service.js';

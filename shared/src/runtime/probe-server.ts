@@ -1,19 +1,28 @@
 /**
- * Plain HTTP for the kubelet and scrapers: GET /healthz, /readyz and /metrics on a port of their own.
- * With client-certificate authentication on (--client-ca-file) the HTTPS port refuses every connection
- * without the API server's certificate, probes included; this port serves only these three read-only
- * answers, never a review, so it needs no TLS and no client certificate.
+ * Plain HTTP for the kubelet and scrapers, on a port of its own: GET (or HEAD) /healthz, /readyz and
+ * /metrics, nothing else. Both services serve it the same way; it never serves a review, so it needs no
+ * TLS and no client certificate (admission's HTTPS port may demand the API server's certificate).
  */
 import http from 'node:http';
-import type { Readiness } from './app.js';
-import type { AdmissionMetrics } from './metrics.js';
 import { listenOn } from './listen.js';
+
+export interface Readiness {
+  ready: boolean;
+  /** Why not, for the /readyz body (empty when ready). */
+  reasons: string[];
+}
+
+/** What /metrics serves: a prom-client Registry fits. */
+export interface MetricsSource {
+  metrics(): Promise<string>;
+  readonly contentType: string;
+}
 
 export interface ProbeServerOptions {
   host: string;
   port: number;
   readiness: () => Readiness;
-  metrics: AdmissionMetrics;
+  metrics: MetricsSource;
 }
 
 export class ProbeServer {
@@ -26,15 +35,18 @@ export class ProbeServer {
         res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
         res.end(body);
       };
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'only GET\n');
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.setHeader('Allow', 'GET, HEAD');
+        return send(405, 'only GET\n');
+      }
       if (path === '/healthz') return send(200, 'ok\n');
       if (path === '/readyz') {
         const r = opts.readiness();
         return r.ready ? send(200, 'ok\n') : send(503, `not ready: ${r.reasons.join('; ')}\n`);
       }
       if (path === '/metrics') {
-        opts.metrics.registry.metrics().then(
-          (text) => send(200, text, opts.metrics.registry.contentType),
+        opts.metrics.metrics().then(
+          (text) => send(200, text, opts.metrics.contentType),
           () => send(500, 'metrics failed\n'),
         );
         return;
@@ -46,7 +58,8 @@ export class ProbeServer {
     this.server.requestTimeout = 10_000;
   }
 
-  async listen(): Promise<number> {
+  /** Binds (SO_REUSEPORT, see listen.ts) and resolves with the port. */
+  listen(): Promise<number> {
     return listenOn(this.server, this.opts.port, this.opts.host);
   }
 
