@@ -138,9 +138,9 @@ describe('kubedirector.enabled=true', () => {
       `${fullname}-admission`,
       `${fullname}-reconciler`,
     ]);
-    // Finding the operator by name: its Deployment (metadata list) and its webhook configuration, nothing more.
+    // Finding the operator by name: its Deployment and its webhook configuration, those two names only.
     expect(one(docs, 'ClusterRole', `${fullname}-kubedirector-guard`).rules).toEqual([
-      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list'] },
+      { apiGroups: ['apps'], resources: ['deployments'], resourceNames: ['kubedirector'], verbs: ['get'] },
       {
         apiGroups: ['admissionregistration.k8s.io'],
         resources: ['mutatingwebhookconfigurations'],

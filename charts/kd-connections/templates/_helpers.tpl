@@ -380,24 +380,14 @@ matchConditions:
 {{- include "kd.validateNoKubeDirector" . -}}
 {{- end -}}
 
-{{/* The default mode refuses to install where KubeDirector runs, looked up by name with the installer's
-     rights at helm install/upgrade (`helm template` and Argo CD look nothing up; there the services' own
-     guard refuses to act, and it also finds the operator's Deployment by name). Two signs, in the guard's
-     words: the webhook configuration the operator registers when it starts, and the CRD only KubeDirector
-     installs. The only lookups of the chart: they can fail a render, never change what it renders. Not
-     with watchNamespaces: its installer may hold no cluster-wide read, and Helm fails a forbidden lookup. */}}
+{{/* The default mode refuses to render where KubeDirector is installed: the API serves
+     kubedirectorconfigs, a resource only KubeDirector installs (the guard's first sign, in its words).
+     Known from discovery (.Capabilities), which needs no right and which `helm install`, Flux and Argo CD
+     (it passes the cluster's API versions) all fill; no lookup. An offline `helm template` knows only what
+     --api-versions says; there the services' own guard refuses to act. */}}
 {{- define "kd.validateNoKubeDirector" -}}
-{{- if not (or .Values.kubedirector.enabled .Values.watchNamespaces) -}}
-{{- $found := list -}}
-{{- if lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" "kubedirector-webhook" -}}
-{{- $found = append $found "KubeDirector's operator registered its webhook configuration kubedirector-webhook" -}}
-{{- end -}}
-{{- if lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "kubedirectorconfigs.kubedirector.hpe.com" -}}
-{{- $found = append $found "KubeDirector's operator is installed (the API serves kubedirectorconfigs.kubedirector.hpe.com)" -}}
-{{- end -}}
-{{- with $found -}}
-{{- fail (printf "kd-connections' default mode is not installed next to KubeDirector: %s. In its default mode kd-connections owns the kdcluster CRD and fields KubeDirector prunes. To run next to KubeDirector set kubedirector.enabled=true; or remove KubeDirector first" (join "; " .)) -}}
-{{- end -}}
+{{- if and (not .Values.kubedirector.enabled) (.Capabilities.APIVersions.Has "kubedirector.hpe.com/v1beta1/KubeDirectorConfig") -}}
+{{- fail "kd-connections' default mode is not installed next to KubeDirector: KubeDirector's operator is installed (the API serves kubedirectorconfigs.kubedirector.hpe.com). In its default mode kd-connections owns the kdcluster CRD and fields KubeDirector prunes. To run next to KubeDirector set kubedirector.enabled=true; or remove KubeDirector first" -}}
 {{- end -}}
 {{- end -}}
 

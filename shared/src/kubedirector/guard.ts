@@ -9,12 +9,14 @@ import {
   KDCLUSTER_OPENAPI_COMPONENT,
   KUBEDIRECTOR_OPERATOR_NAME,
   KUBEDIRECTOR_WEBHOOK_CONFIGURATION,
+  operatorNamespaces,
+  type OperatorWebhookConfiguration,
   kubeDirectorFindings,
   kubeDirectorGuardMessage,
   type ApiObservation,
 } from './presence.js';
 import type { EventRecorder, EventTarget } from '../runtime/event-recorder.js';
-import { ACCEPT_META, ACCEPT_META_LIST, errorStatus, type KubeClient } from '../runtime/kube-client.js';
+import { ACCEPT_META, errorStatus, type KubeClient } from '../runtime/kube-client.js';
 
 export interface KubeDirectorGuardOptions {
   client: KubeClient;
@@ -48,10 +50,9 @@ export function guardEventTarget(env: NodeJS.ProcessEnv = process.env): EventTar
   };
 }
 
-const OPERATOR_DEPLOYMENTS_PATH = `/apis/apps/v1/deployments?fieldSelector=${encodeURIComponent(
-  `metadata.name=${KUBEDIRECTOR_OPERATOR_NAME}`,
-)}`;
 const OPERATOR_WEBHOOK_PATH = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${KUBEDIRECTOR_WEBHOOK_CONFIGURATION}`;
+const operatorDeploymentPath = (namespace: string) =>
+  `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/deployments/${KUBEDIRECTOR_OPERATOR_NAME}`;
 
 /** A read the service may not be granted: forbidden means unknown, not absent (and not a failed look). */
 async function unlessForbidden<T>(read: Promise<T>): Promise<T | undefined> {
@@ -63,26 +64,34 @@ async function unlessForbidden<T>(read: Promise<T>): Promise<T | undefined> {
   }
 }
 
-/** Reads what the guard judges. */
+/**
+ * Reads what the guard judges. The operator by name, with rights for those names only: its webhook
+ * configuration, then its Deployment in the namespaces it is found in (operatorNamespaces), each a GET of
+ * that one name (metadata only).
+ */
 export async function observeKubeDirectorApi(client: KubeClient): Promise<ApiObservation> {
   const timeoutMs = 10_000;
-  const [group, deployments, webhook] = await Promise.all([
+  const [group, webhook] = await Promise.all([
     client.getIfExists<{ resources?: { name?: string }[] }>(GROUP_PATH, { timeoutMs }),
-    // Metadata only: a Deployment's pod template is none of the guard's business.
     unlessForbidden(
-      client.get<{ items?: { metadata?: { namespace?: string; name?: string } }[] }>(OPERATOR_DEPLOYMENTS_PATH, {
-        timeoutMs,
-        accept: ACCEPT_META_LIST,
-      }),
-    ),
-    unlessForbidden(
-      client.getIfExists(OPERATOR_WEBHOOK_PATH, { timeoutMs, accept: ACCEPT_META }).then((o) => o !== undefined),
+      client.getIfExists<OperatorWebhookConfiguration>(OPERATOR_WEBHOOK_PATH, { timeoutMs }).then((o) => o ?? null),
     ),
   ]);
+  const found = await Promise.all(
+    operatorNamespaces(webhook ?? undefined).map(async (ns) => {
+      const d = await unlessForbidden(
+        client.getIfExists(operatorDeploymentPath(ns), { timeoutMs, accept: ACCEPT_META }).then((o) => o !== undefined),
+      );
+      return { ns, d };
+    }),
+  );
   const resources = group ? (group.resources ?? []).map((r) => String(r.name)) : undefined;
   const operator = {
-    operatorDeployments: deployments?.items?.map((d) => `${d.metadata?.namespace}/${d.metadata?.name}`),
-    operatorWebhook: webhook,
+    // Unknown only when no namespace could be read.
+    operatorDeployments: found.every((f) => f.d === undefined)
+      ? undefined
+      : found.filter((f) => f.d).map((f) => `${f.ns}/${KUBEDIRECTOR_OPERATOR_NAME}`),
+    operatorWebhook: webhook === undefined ? undefined : webhook !== null,
   };
   if (!resources?.includes('kubedirectorclusters')) return { resources, clusterSchema: undefined, ...operator };
   const doc = await client.getIfExists<{ components?: { schemas?: Record<string, unknown> } }>(OPENAPI_PATH, {

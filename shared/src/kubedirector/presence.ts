@@ -7,10 +7,12 @@
  * - kd-connections' own kdcluster CRD declares spec.configMetaGenerator and status.lastConfigMetaGenerator;
  *   KubeDirector's prunes both, so without them every write of the services would be thrown away. The
  *   published OpenAPI v3 schema, readable by every authenticated client.
- * - The operator itself, by name: its Deployment `kubedirector` (deploy/kubedirector/deployment-prebuilt.yaml;
- *   the operator finds itself by OPERATOR_NAME, so the name is fixed) in any namespace, and the webhook
- *   configuration it registers when it starts. The chart grants these two reads; without them (a service
- *   run with less) they are unknown, and the other findings still count.
+ * - The operator itself, by name: the webhook configuration it registers when it starts, and its
+ *   Deployment `kubedirector` (deploy/kubedirector/deployment-prebuilt.yaml; the operator finds itself by
+ *   OPERATOR_NAME, so the name is fixed) in the namespace its webhook's Service names, and in `default`
+ *   and `kubedirector` (where its deploy/ and docs put it). The chart grants `get` of those two names only;
+ *   without it (a service run with less, or watchNamespaces) they are unknown, and the other findings
+ *   still count.
  */
 
 /** Resources of the group that only KubeDirector installs. */
@@ -25,6 +27,22 @@ export const KUBEDIRECTOR_OPERATOR_NAME = 'kubedirector';
 /** The MutatingWebhookConfiguration KubeDirector's operator registers at start. */
 export const KUBEDIRECTOR_WEBHOOK_CONFIGURATION = 'kubedirector-webhook';
 
+/** Where KubeDirector's deploy/ and quickstart put the operator, besides its webhook Service's namespace. */
+export const KUBEDIRECTOR_USUAL_NAMESPACES = ['default', 'kubedirector'] as const;
+
+/** What the guard reads of KubeDirector's webhook configuration. */
+export interface OperatorWebhookConfiguration {
+  webhooks?: { clientConfig?: { service?: { namespace?: string } } }[];
+}
+
+/** The namespaces to look for the operator's Deployment in: its webhook Service's, then the usual ones. */
+export function operatorNamespaces(webhook: OperatorWebhookConfiguration | undefined): string[] {
+  const named = (webhook?.webhooks ?? [])
+    .map((w) => w.clientConfig?.service?.namespace)
+    .filter((n): n is string => !!n);
+  return [...new Set([...named, ...KUBEDIRECTOR_USUAL_NAMESPACES])];
+}
+
 /** The OpenAPI v3 component name the API server gives the kdcluster schema. */
 export const KDCLUSTER_OPENAPI_COMPONENT = 'com.hpe.kubedirector.v1beta1.KubeDirectorCluster';
 
@@ -33,7 +51,7 @@ export interface ApiObservation {
   resources: string[] | undefined;
   /** The published kdcluster schema; undefined when none is published (yet). */
   clusterSchema: unknown;
-  /** "namespace/name" of each Deployment named KUBEDIRECTOR_OPERATOR_NAME; undefined when not readable. */
+  /** "namespace/name" of each Deployment named KUBEDIRECTOR_OPERATOR_NAME found; undefined when none could be read. */
   operatorDeployments?: string[];
   /** Whether KUBEDIRECTOR_WEBHOOK_CONFIGURATION exists; undefined when not readable. */
   operatorWebhook?: boolean;
