@@ -15,6 +15,7 @@ await runService({
     else return config;
     return undefined;
   },
+  onUnhandledRejection: 'log',
   usage,
   create: ({ config, kubeConfig, log }) => new AdmissionService({ config, kubeConfig, log }),
 });

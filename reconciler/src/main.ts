@@ -11,6 +11,7 @@ await runService({
   component: 'reconciler',
   // --help and --version are answered (and the process exits) inside loadConfig.
   readConfig: () => loadConfig(process.argv.slice(2)),
+  onUnhandledRejection: 'exit',
   usage: () => programHelp(RECONCILER_PROGRAM, RECONCILER_FLAGS),
   create: ({ config, kubeConfig, log, exit }) =>
     new ReconcilerService({

@@ -59,7 +59,8 @@ describe('shared/src layers', () => {
   });
 
   it('no file imports a file that imports it back (no circle of any length)', () => {
-    const graph = new Map(files.map((f) => [f, importsOf(f).filter((to) => !to.endsWith('/index.ts'))]));
+    // Entry points count too: a file importing its own concern's index.ts closes a circle through it.
+    const graph = new Map(files.map((f) => [f, importsOf(f)]));
     const circles: string[] = [];
     const state = new Map<string, 'open' | 'done'>();
     const visit = (f: string, path: string[]): void => {

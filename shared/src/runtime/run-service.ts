@@ -29,6 +29,11 @@ export interface RunServiceOptions<C extends ServiceConfigBase> {
   readConfig: () => C | undefined;
   /** The help text printed after a flag error. */
   usage: () => string;
+  /**
+   * An unhandled rejection: 'log' keeps serving (admission: a bug in one review must not take the service
+   * down for everyone); 'exit' logs and exits 1, so the restart starts from a clean state (the reconciler).
+   */
+  onUnhandledRejection: 'log' | 'exit';
   create: (deps: {
     config: C;
     kubeConfig: LoadedKubeConnection;
@@ -63,11 +68,12 @@ export async function runService<C extends ServiceConfigBase>(o: RunServiceOptio
   }
 
   let stopping = false;
+  let service: RunnableService | undefined;
   const exit = (reason: string, code: number) => {
     if (stopping) return;
     stopping = true;
-    log.info('shutting down', { signal: reason });
-    service.stop().then(
+    log.info('signal received', { signal: reason });
+    (service ? service.stop() : Promise.resolve()).then(
       () => flushLogs().then(() => process.exit(code)),
       (e: unknown) => {
         log.error('shutdown failed', { error: errorMessage(e) });
@@ -75,16 +81,27 @@ export async function runService<C extends ServiceConfigBase>(o: RunServiceOptio
       },
     );
   };
-  const service = o.create({ config, kubeConfig, log, exit });
-  process.on('SIGTERM', () => exit('SIGTERM', 0));
-  process.on('SIGINT', () => exit('SIGINT', 0));
-  // A bug in one request must not take the service down for everyone; log it and keep serving.
-  process.on('unhandledRejection', (e) => log.error('unhandled rejection', { error: errorMessage(e) }));
-  try {
-    await service.start();
-  } catch (e) {
+  const failStart = async (e: unknown) => {
     log.error('start failed', { error: errorMessage(e) });
     await flushLogs();
     process.exit(1);
+  };
+  try {
+    service = o.create({ config, kubeConfig, log, exit });
+  } catch (e) {
+    return failStart(e);
+  }
+  process.on('SIGTERM', () => exit('SIGTERM', 0));
+  process.on('SIGINT', () => exit('SIGINT', 0));
+  process.on('unhandledRejection', (e) => {
+    log.error('unhandled rejection', { error: errorMessage(e) });
+    if (o.onUnhandledRejection === 'exit') exit('unhandledRejection', 1);
+  });
+  try {
+    await service.start();
+  } catch (e) {
+    // Asked to stop while starting: the stop decides the exit code.
+    if (stopping) return;
+    await failStart(e);
   }
 }
