@@ -6,6 +6,7 @@
  * and gets the versions the tests ran with. Its bin is `kubectl-kd_connections`: kubectl's name for
  * `kubectl kd-connections`. The workspaces must be compiled first.
  */
+import { currentOutputFilter } from './built-output.js';
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,12 +17,9 @@ export const PLUGIN_PACKAGE = 'kubectl-kd-connections';
 export const PLUGIN_BIN = 'kubectl-kd_connections';
 const SHARED_IMPORT = /(from\s+|import\s*\(\s*)'@kd-connections\/shared\/([a-z-]+)'/g;
 
-/** Copies the .js files of `from` (recursively) to `to`, leaving declarations and maps behind. */
-function copyJs(from: string, to: string): void {
-  cpSync(from, to, {
-    recursive: true,
-    filter: (src) => !/\.(d\.ts|map|tsbuildinfo)$/.test(src),
-  });
+/** Copies the compiled .js files of workspace `ws` (recursively) to `to`: no declarations, maps or stale output. */
+function copyJs(repoRoot: string, ws: string, to: string): void {
+  cpSync(join(repoRoot, ws, 'dist'), to, { recursive: true, filter: currentOutputFilter(join(repoRoot, ws)) });
 }
 
 /**
@@ -38,11 +36,14 @@ export function packKubectlPlugin(repoRoot: string, outDir: string, npm = 'npm')
   };
   const stage = mkdtempSync(join(tmpdir(), 'kd-plugin-pack-'));
   try {
-    copyJs(join(repoRoot, 'cli', 'dist'), join(stage, 'dist'));
-    copyJs(join(repoRoot, 'shared', 'dist'), join(stage, 'dist', 'shared'));
+    copyJs(repoRoot, 'cli', join(stage, 'dist'));
+    copyJs(repoRoot, 'shared', join(stage, 'dist', 'shared'));
     for (const f of readdirSync(join(stage, 'dist')).filter((f) => f.endsWith('.js'))) {
       const path = join(stage, 'dist', f);
-      writeFileSync(path, readFileSync(path, 'utf8').replace(SHARED_IMPORT, "$1'./shared/$2/index.js'"));
+      const text = readFileSync(path, 'utf8').replace(SHARED_IMPORT, "$1'./shared/$2/index.js'");
+      // A workspace import left over (a new form, or a file in a subfolder) would fail only on a user's machine.
+      if (text.includes("'@kd-connections/")) throw new Error(`kubectl plugin package: ${f} still imports a workspace`);
+      writeFileSync(path, text);
     }
     // The closure's packages at their paths in the lock (a nested copy stays nested), but those installed in
     // a workspace's own node_modules (shared/node_modules/semver): the package is one root, so at its top.

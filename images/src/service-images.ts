@@ -12,6 +12,7 @@
  * Every file is owned by root with mode 0644/0755 and time 0, entries are sorted: the same inputs give
  * the same digest. The same layers 1 and 2 in both images are stored once by a registry or containerd.
  */
+import { currentOutputFilter } from './built-output.js';
 import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
@@ -174,10 +175,7 @@ function appLayer(repoRoot: string, service: Service, dir: string): { lock: Lock
       throw new Error(`${ws}/dist is not built (run npx tsc -b first)`);
     mkdirSync(join(app, ws), { recursive: true });
     cpSync(join(repoRoot, ws, 'package.json'), join(app, ws, 'package.json'));
-    cpSync(dist, join(app, ws, 'dist'), {
-      recursive: true,
-      filter: (src) => statSync(src).isDirectory() || src.endsWith('.js'),
-    });
+    cpSync(dist, join(app, ws, 'dist'), { recursive: true, filter: currentOutputFilter(join(repoRoot, ws)) });
   }
   normalizeModes(dir);
   return { lock, closure };
