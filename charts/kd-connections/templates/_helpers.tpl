@@ -383,7 +383,7 @@ matchConditions:
 {{/* The default mode refuses to render where KubeDirector is installed: the API serves
      kubedirectorconfigs, a resource only KubeDirector installs (the guard's first sign, in its words).
      Known from discovery (.Capabilities), which needs no right and which `helm install`, Flux and Argo CD
-     (it passes the cluster's API versions) all fill; no lookup. An offline `helm template` knows only what
+     (it passes the cluster's API versions) all fill; nothing is read from the cluster. An offline `helm template` knows only what
      --api-versions says; there the services' own guard refuses to act. */}}
 {{- define "kd.validateNoKubeDirector" -}}
 {{- if and (not .Values.kubedirector.enabled) (.Capabilities.APIVersions.Has "kubedirector.hpe.com/v1beta1/KubeDirectorConfig") -}}
