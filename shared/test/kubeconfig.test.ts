@@ -1,5 +1,5 @@
 /**
- * The services' kubeconfig loader (src/k8s/kubeconfig.ts): what each kubeconfig field becomes in a
+ * The services' kubeconfig loader (src/runtime/kubeconfig.ts): what each kubeconfig field becomes in a
  * request's TLS options and headers, relative paths, credential files read again after a minute, the
  * ServiceAccount, clear errors, and the hand-over to client-node for exec users and $KUBECONFIG lists.
  * (Against a real API server: every cluster test's services, the chart tests' ServiceAccount

@@ -1,6 +1,6 @@
 package main
 
-// The connection rules of shared/src (validate-kdcluster.ts, classify-connection.ts, connectable.ts,
+// The connection rules of shared/src/domain (validate-kdcluster.ts, classify-connection.ts, connectable.ts,
 // generator.ts) ported to Go for the benchmark's peer webhook: same checks, same messages, same patch.
 // Objects are the JSON the API server sends (map[string]any), as unstructured.Unstructured holds them.
 
@@ -187,7 +187,7 @@ var (
 )
 
 // constraint parses a range once (the same few entries are checked by every review), as
-// shared/src/connectable.ts memoizes its parsed ranges.
+// shared/src/domain/connectable.ts memoizes its parsed ranges.
 func constraint(s string) (*semver.Constraints, error) {
 	constraintsMu.RLock()
 	c, ok := constraints[s]
@@ -440,7 +440,7 @@ func checkGenerator(was, now any) []FieldError {
 	return nil
 }
 
-// ValidateCluster is validateCluster of shared/src/validate-kdcluster.ts.
+// ValidateCluster is validateCluster of shared/src/domain/validate-kdcluster.ts.
 func ValidateCluster(ctx context.Context, op string, object, oldObject obj, l Lookup, systemNS string) (errs []FieldError, warnings []string) {
 	ns, _ := str(get(object, "metadata", "namespace"))
 	name, _ := str(get(object, "metadata", "name"))
@@ -579,7 +579,7 @@ func findCycle(ctx context.Context, self, ns string, start []string, l Lookup) [
 	return nil
 }
 
-// DenialMessage is denialMessage of shared/src/field-errors.ts.
+// DenialMessage is denialMessage of shared/src/domain/field-errors.ts.
 func DenialMessage(kind, ns, name string, errs []FieldError) string {
 	where := name
 	if ns != "" {
@@ -596,7 +596,7 @@ func DenialMessage(kind, ns, name string, errs []FieldError) string {
 	return strings.Join(lines, "\n")
 }
 
-// DecideGenerator is decideGenerator of shared/src/generator.ts: the value to add, if any.
+// DecideGenerator is decideGenerator of shared/src/domain/generator.ts: the value to add, if any.
 func DecideGenerator(op string, object, oldObject obj) (value float64, patch bool, err *FieldError) {
 	spec := asObj(object["spec"])
 	incoming := spec["configMetaGenerator"]

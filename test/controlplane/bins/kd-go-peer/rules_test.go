@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The version rules of shared/src/connectable.ts (its unit tests hold the same cases).
+// The version rules of shared/src/domain/connectable.ts (its unit tests hold the same cases).
 func TestVersionMatches(t *testing.T) {
 	cases := []struct {
 		spec, version string
