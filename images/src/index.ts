@@ -5,6 +5,7 @@ export * from './image-inputs.js';
 export * from './oci-image.js';
 export * from './production-closure.js';
 export * from './push.js';
+export * from './release.js';
 export * from './kubectl-plugin-package.js';
 export * from './sbom.js';
 export * from './service-images.js';

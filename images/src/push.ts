@@ -42,10 +42,15 @@ function executable(path: string): boolean {
 
 /** crane from KD_BIN_DIR, then the binary cache, then PATH; undefined when none has it. */
 export function findCrane(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return findTool('crane', env);
+}
+
+/** An executable `name` in KD_BIN_DIR, the harness's binary cache (crane, helm, …) or PATH. */
+export function findTool(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const dirs = [env.KD_BIN_DIR, binCacheDir(env), ...(env.PATH ?? '').split(delimiter)];
   return dirs
     .filter((d): d is string => !!d)
-    .map((d) => join(d, 'crane'))
+    .map((d) => join(d, name))
     .find(executable);
 }
 

@@ -1,6 +1,9 @@
 /**
- * The chart with its services running IN PODS on the test node, from the images `npm run images` builds:
- * the archives are imported into the node's containerd, `helm install` rolls out both Deployments, the
+ * The chart with its services running IN PODS on the test node, installed the way a user installs a
+ * release: `release()` (what `npm run release` runs) builds the three images, pushes them with crane to a
+ * real registry on 127.0.0.1 (CNCF Distribution) and the chart as an OCI artifact with helm; `helm install
+ * oci://…` by version, images by digest, and the node's containerd pulls them from that registry (no image
+ * import on this path). `helm install` rolls out both Deployments, the
  * webhooks answer through the API server, a running member pod holds its configmeta file, the reconciler
  * leads with its projected ServiceAccount token, and `helm upgrade` to rebuilt images rolls both
  * Deployments while admissions keep flowing, without one failing.
@@ -21,19 +24,21 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { importImage } from '../controlplane/containerd.js';
+import { trustLoopbackRegistry } from '../controlplane/containerd.js';
 import { freePort } from '../controlplane/net.js';
 import { TEST_NODE_TOLERATION } from '../controlplane/node.js';
-import { buildServiceImage, type BuiltImage, serviceImageName } from '../../images/src/service-images.js';
-import { buildGuestconfigImage, guestconfigImageName } from '../../images/src/guestconfig-image.js';
-import { useTestEnv } from '../support/cluster.js';
+import { buildServiceImage, type BuiltImage } from '../../images/src/service-images.js';
+import { pushImages } from '../../images/src/push.js';
+import { release as publishRelease, type Release } from '../../images/src/release.js';
+import { helmEnv, useTestEnv } from '../support/cluster.js';
+import { startRegistry, type LocalRegistry } from '../support/oci-registry.js';
 import { installCrds } from '../support/crds.js';
 import { createNamespace } from '../support/namespaces.js';
 import { getJson, kubectlOk } from '../support/kd-objects.js';
 import { eventually, ok, repoRoot } from '../support/processes.js';
 import { WEBHOOK_NAMES } from '../support/webhook-configurations.js';
 import { runningPod, waitForNode } from '../node/node-support.js';
-import { CHART, EXAMPLES, TempDir, parseDocs, randomName, type Doc } from './chart-support.js';
+import { EXAMPLES, TempDir, parseDocs, randomName, type Doc } from './chart-support.js';
 
 const env = useTestEnv();
 const ns = env.namespace;
@@ -48,13 +53,19 @@ const MIGRATE_REQ = '/proc/sys/net/ipv4/tcp_migrate_req';
 
 const dir = new TempDir();
 const images: Record<'v1' | 'v2', BuiltImage[]> = { v1: [], v2: [] };
+let registry: LocalRegistry | undefined;
+/** v1: the release (three images and the chart) as pushed. */
+let v1: Release;
+/** `--set` values that pin each version's images by digest. */
+const pinned: Record<'v1' | 'v2', string[]> = { v1: [], v2: [] };
 const figures: Record<string, unknown> = {};
 let valuesFile: string;
 let postRenderer: string;
 let installed = false;
 
-const tagOf = (v: 'v1' | 'v2') => `0.1.0-inpods-${v}`;
-const serviceRepository = (s: 'admission' | 'reconciler') => serviceImageName(s, 'x').slice(0, -2);
+const digestOf = (v: 'v1' | 'v2', image: string) => images[v].find((i) => i.image === image)!.digest;
+/** What a pod of `image` runs when the chart pins it by digest in this registry. */
+const pulledRef = (v: 'v1' | 'v2', image: string) => `${registry!.host}/kd-connections/${image}@${digestOf(v, image)}`;
 
 /**
  * `node -e` in the container: exits 0 once the container's own process (PID 1) has a socket listening on
@@ -100,21 +111,26 @@ process.stdout.write(docs.map((d) => '---\\n' + YAML.stringify(d)).join(''));
 `;
 }
 
-/** The service images of `v`; v1 also the guestconfig sidecar image, which member pods run as `npm run images` built it. */
-function build(v: 'v1' | 'v2'): BuiltImage[] {
+/**
+ * v2 for the rolling upgrade: the service images rebuilt (a label differs, so a new digest), pushed beside
+ * v1's under their own tag.
+ */
+function buildAndPushV2(): BuiltImage[] {
   const t0 = Date.now();
+  const tag = `${v1.chart.appVersion}-inpods-v2`;
   const opts = {
     repoRoot,
-    outDir: join(dir.path, v),
-    tag: tagOf(v),
+    outDir: join(dir.path, 'v2'),
+    tag,
+    registry: registry!.host,
     revision: 'in-pods-test',
-    // v2 differs from v1 only by this label (and its tag): a rebuilt image, a new digest.
-    ...(v === 'v2' ? { labels: { 'dev.kd-connections.test.rebuild': 'v2' } } : {}),
+    labels: { 'dev.kd-connections.test.rebuild': 'v2' },
   };
-  const out = (['admission', 'reconciler'] as const).map((s) => buildServiceImage(s, opts));
-  if (v === 'v1') out.push(buildGuestconfigImage(opts));
-  figures[`build ${v} (${out.length} images), s`] = (Date.now() - t0) / 1000;
-  return out;
+  const built = (['admission', 'reconciler'] as const).map((s) => buildServiceImage(s, opts));
+  const pushed = pushImages(built, registry!.host, tag, { insecure: true });
+  figures['build and push v2 (2 images), s'] = (Date.now() - t0) / 1000;
+  figures['pushed v2'] = pushed.map((p) => `${p.reference} ${p.digest}`);
+  return built;
 }
 
 /** What `kubectl rollout status` waits for, polled (one kubectl call may not outlive 60 s here). */
@@ -153,15 +169,15 @@ const helm = async (verb: 'install' | 'upgrade', v: 'v1' | 'v2') => {
   const r = await env.helm([
     verb,
     release,
-    CHART,
+    v1.chart.reference,
+    '--version',
+    v1.chart.version,
+    '--plain-http',
     '--namespace',
     ns,
     '-f',
     valuesFile,
-    '--set',
-    `admission.image.tag=${tagOf(v)}`,
-    '--set',
-    `reconciler.image.tag=${tagOf(v)}`,
+    ...pinned[v].flatMap((value) => ['--set', value]),
     '--post-renderer',
     postRenderer,
   ]);
@@ -199,9 +215,32 @@ beforeAll(async () => {
   const node = await waitForNode();
   await installCrds(env);
   await createNamespace(env.kc, apps);
-  images.v1 = build('v1');
-  images.v2 = build('v2');
-  for (const img of [...images.v1, ...images.v2]) await importImage('ctr', node.containerdSocket, img.archive);
+  // The node pulls from this registry (plain HTTP on loopback), as a user's node pulls from theirs.
+  registry = await startRegistry();
+  trustLoopbackRegistry(node.registryHosts, registry.host);
+  const t0 = Date.now();
+  v1 = publishRelease({
+    repoRoot,
+    target: registry.host,
+    plainHttp: true,
+    helm: env.info.binDir.helm,
+    helmEnv: { ...process.env, ...helmEnv(env.info) },
+    build: { outDir: join(dir.path, 'v1'), revision: 'in-pods-test' },
+  });
+  figures['release v1 (build and push 3 images, package and push the chart), s'] = (Date.now() - t0) / 1000;
+  figures['released'] = [
+    ...v1.images.map((i) => `${i.reference} ${i.digest}`),
+    `${v1.chart.reference}:${v1.chart.version} ${v1.chart.digest}`,
+  ];
+  images.v1 = v1.images.map((i) => i.built);
+  images.v2 = buildAndPushV2();
+  pinned.v1 = v1.values;
+  // v2 moves the services to their rebuilt digests; the sidecar stays v1's.
+  pinned.v2 = [
+    ...v1.values,
+    `admission.image.digest=${digestOf('v2', 'admission')}`,
+    `reconciler.image.digest=${digestOf('v2', 'reconciler')}`,
+  ];
 
   // The webhook serving pair the harness made for 127.0.0.1, as the chart's `secret` certificate mode wants.
   const tls = dir.file('tls.crt', env.info.webhookServing.certPem, 0o644);
@@ -225,9 +264,6 @@ beforeAll(async () => {
       { name: 'KUBERNETES_SERVICE_PORT', value: String(apiPort) },
     ],
   };
-  const sidecar = guestconfigImageName(tagOf('v1'));
-  const sidecarRepository = sidecar.slice(0, sidecar.lastIndexOf(':'));
-  const sidecarTag = tagOf('v1');
   valuesFile = dir.file(
     'values.json',
     JSON.stringify({
@@ -237,15 +273,11 @@ beforeAll(async () => {
       webhook: {
         caBundle: Buffer.from(env.info.webhookCaPem).toString('base64'),
         timeoutSeconds: 10,
-        // The member pods' kd-guestconfig sidecar: the image `npm run images` builds, imported with the others.
-        podWebhook: { image: { repository: sidecarRepository, tag: sidecarTag } },
       },
       watchNamespaces: [apps],
-      // Full names: the sidecar's image is not under the service images' registry.
-      image: { pullPolicy: 'Never', registry: '' },
+      // image.registry, the repositories and the digests come from the release's values (helm --set).
       admission: {
         replicas: 1,
-        image: { repository: serviceRepository('admission') },
         ...onThisNode,
         port: admissionPort,
         preStopSleepSeconds: 3,
@@ -255,7 +287,6 @@ beforeAll(async () => {
       },
       reconciler: {
         replicas: 1,
-        image: { repository: serviceRepository('reconciler') },
         ...onThisNode,
         metricsPort: await freePort(),
       },
@@ -271,6 +302,7 @@ afterAll(async () => {
     .makeApiClient(CoreV1Api)
     .deleteNamespace({ name: apps })
     .catch(() => undefined);
+  await registry?.stop();
   dir.remove();
   console.log(
     `in-pods figures: ${JSON.stringify({ ...figures, images: images.v1.map(({ name, digest, bytes }) => ({ name, digest, bytes })) }, null, 1)}`,
@@ -281,9 +313,33 @@ describe('the chart with both services in pods on the node', () => {
   it('installs; both Deployments roll out from the built images, probes green, no restarts', async () => {
     await helm('install', 'v1');
     installed = true;
-    await expectHealthy('admission', serviceImageName('admission', tagOf('v1')), 1);
-    await expectHealthy('reconciler', serviceImageName('reconciler', tagOf('v1')), 1);
+    await expectHealthy('admission', pulledRef('v1', 'admission'), 1);
+    await expectHealthy('reconciler', pulledRef('v1', 'reconciler'), 1);
   }, 300_000);
+
+  it('came from the registry: the chart by version, every image by digest, pulled by the node', async () => {
+    const log = registry!.log();
+    // helm pulled the chart artifact by its version tag.
+    expect(log).toMatch(
+      new RegExp(`"(GET|HEAD) /v2/charts/kd-connections/manifests/${v1.chart.version} HTTP[^"]*" 200`),
+    );
+    for (const image of ['admission', 'reconciler'])
+      expect({
+        image,
+        pulled: new RegExp(`"GET /v2/kd-connections/${image}/manifests/${digestOf('v1', image)} HTTP[^"]*" 200`).test(
+          log,
+        ),
+      }).toEqual({ image, pulled: true });
+    // The released chart defaults to its release's registry (the tag is its appVersion).
+    const shown = await env.helm(['show', 'values', v1.chart.reference, '--version', v1.chart.version, '--plain-http']);
+    expect({ code: shown.code, registry: parseDocs(shown.stdout)[0]?.image?.registry }).toEqual({
+      code: 0,
+      registry: registry!.host,
+    });
+    // The chart's own pods name the images exactly as the release's values pin them.
+    const admissionPod = (await podsOf('admission'))[0]!;
+    expect(admissionPod.spec.containers[0].image).toBe(pulledRef('v1', 'admission'));
+  }, 60_000);
 
   it('the reconciler leads through the Lease with its projected ServiceAccount token', async () => {
     const [pod] = await podsOf('reconciler');
@@ -383,8 +439,8 @@ describe('the chart with both services in pods on the node', () => {
     figures['failed admissions during upgrade'] = outcome.failed.length;
     expect(outcome.failed).toEqual([]);
     expect(outcome.admitted).toBeGreaterThan(20);
-    await expectHealthy('admission', serviceImageName('admission', tagOf('v2')), 1);
-    await expectHealthy('reconciler', serviceImageName('reconciler', tagOf('v2')), 1);
+    await expectHealthy('admission', pulledRef('v2', 'admission'), 1);
+    await expectHealthy('reconciler', pulledRef('v2', 'reconciler'), 1);
     const v2digest = images.v2.find((i) => i.image === 'admission')!.digest;
     expect(v2digest).not.toBe(images.v1.find((i) => i.image === 'admission')!.digest);
   }, 400_000);

@@ -1,7 +1,8 @@
 /**
  * containerd for the harness's node: root, state, socket and CNI configuration all under the run's
- * folder, the locally built pause image as sandbox image, and images imported from archives (never
- * pulled). Settings that were each found by a failure on these machines:
+ * folder, the locally built pause image as sandbox image, the harness's own images imported from archives,
+ * and the product's images pulled from a registry on 127.0.0.1 (hosts in `registryHosts`, see
+ * trustLoopbackRegistry), the way a user's node pulls them. Settings that were each found by a failure on these machines:
  * - restrict_oom_score_adj: without CAP_SYS_RESOURCE runc cannot lower oom_score_adj to -998 and sandbox
  *   creation fails with only "can't get final child's PID from pipe: EOF";
  * - a CNI configuration, or the runtime reports its network not ready and the node stays NotReady:
@@ -23,6 +24,8 @@ export interface ContainerdPaths {
   /** Where containerd's "opt" plugin installs things (default /opt/containerd). */
   opt: string;
   config: string;
+  /** The registry host configuration (config_path): one <host>/hosts.toml per registry. */
+  registryHosts: string;
 }
 
 export function containerdPaths(dir: string): ContainerdPaths {
@@ -33,6 +36,7 @@ export function containerdPaths(dir: string): ContainerdPaths {
     cniConfDir: join(dir, 'cni'),
     opt: join(dir, 'opt'),
     config: join(dir, 'config.toml'),
+    registryHosts: join(dir, 'certs.d'),
   };
 }
 
@@ -73,6 +77,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri.btrfs", "io.containerd.snapshotte
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         Root = ${q(join(p.state, 'runc'))}
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = ${q(p.registryHosts)}
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = ${q(cniBinDir)}
     conf_dir = ${q(p.cniConfDir)}
@@ -123,7 +129,7 @@ export function createPodBridge(): void {
 }
 
 export function writeContainerdFiles(p: ContainerdPaths, sandboxImage: string, cniBinDir: string): void {
-  for (const d of [p.root, p.state, p.cniConfDir]) mkdirSync(d, { recursive: true });
+  for (const d of [p.root, p.state, p.cniConfDir, p.registryHosts]) mkdirSync(d, { recursive: true });
   writeFileSync(
     join(p.cniConfDir, '10-kd-isolated.conflist'),
     JSON.stringify(isolatedPodNetwork(join(p.state, 'cni-ipam')), null, 2),
@@ -134,4 +140,18 @@ export function writeContainerdFiles(p: ContainerdPaths, sandboxImage: string, c
 /** Imports an OCI archive into the namespace the CRI plugin uses. */
 export async function importImage(ctr: string, socket: string, archive: string): Promise<void> {
   await run(ctr, ['--address', socket, '-n', 'k8s.io', 'images', 'import', archive]);
+}
+
+/**
+ * Lets the node pull from a registry on this machine's loopback over plain HTTP (`host` is
+ * `127.0.0.1:<port>`): containerd reads the hosts file at each pull, so a registry started after the node
+ * is usable at once. Only a loopback host is accepted: the node never pulls from anywhere else.
+ */
+export function trustLoopbackRegistry(registryHosts: string, host: string): void {
+  if (!/^127\.0\.0\.1:\d+$/.test(host)) throw new Error(`trustLoopbackRegistry: ${host} is not 127.0.0.1:<port>`);
+  mkdirSync(join(registryHosts, host), { recursive: true });
+  writeFileSync(
+    join(registryHosts, host, 'hosts.toml'),
+    `server = "http://${host}"\n\n[host."http://${host}"]\n  capabilities = ["pull", "resolve"]\n`,
+  );
 }

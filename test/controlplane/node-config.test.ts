@@ -1,6 +1,15 @@
 /** The node's generated configuration: each setting that was found necessary on these machines. */
 import { describe, expect, it } from '@jest/globals';
-import { containerdConfig, containerdPaths, isolatedPodNetwork, POD_BRIDGE } from './containerd.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  containerdConfig,
+  containerdPaths,
+  isolatedPodNetwork,
+  POD_BRIDGE,
+  trustLoopbackRegistry,
+} from './containerd.js';
 import { kubeletConfig, TEST_NODE_TAINT } from './node.js';
 
 describe('containerd configuration', () => {
@@ -22,6 +31,21 @@ describe('containerd configuration', () => {
   it('uses the local pause image and never lowers oom_score_adj below what it may', () => {
     expect(toml).toContain('sandbox_image = "kd.invalid/pause:local"');
     expect(toml).toContain('restrict_oom_score_adj = true');
+  });
+
+  it('reads registry hosts from the run folder; only a loopback registry is written there, over plain HTTP', () => {
+    expect(toml).toContain('config_path = "/tmp/kd-node-x/containerd/certs.d"');
+    const hosts = mkdtempSync(join(tmpdir(), 'kd-hosts-'));
+    try {
+      trustLoopbackRegistry(hosts, '127.0.0.1:5001');
+      expect(readFileSync(join(hosts, '127.0.0.1:5001', 'hosts.toml'), 'utf8')).toBe(
+        'server = "http://127.0.0.1:5001"\n\n[host."http://127.0.0.1:5001"]\n  capabilities = ["pull", "resolve"]\n',
+      );
+      for (const host of ['registry.example.com:5000', '10.0.0.1:5000', '127.0.0.1'])
+        expect(() => trustLoopbackRegistry(hosts, host)).toThrow(`${host} is not 127.0.0.1:<port>`);
+    } finally {
+      rmSync(hosts, { recursive: true, force: true });
+    }
   });
 });
 

@@ -43,6 +43,8 @@ export interface NodeInfo {
   dir: string;
   statePath: string;
   containerdSocket: string;
+  /** containerd's registry hosts folder (trustLoopbackRegistry writes there). */
+  registryHosts: string;
   images: { pause: string; busybox: string };
 }
 
@@ -337,6 +339,7 @@ export async function startNode(cp: ControlPlaneInfo, opts: NodeOptions = {}): P
       dir,
       statePath,
       containerdSocket: cd.socket,
+      registryHosts: cd.registryHosts,
       images: { pause: PAUSE_IMAGE, busybox: BUSYBOX_IMAGE },
     };
     return { ...info, info: () => info, ready, stop };

@@ -29,7 +29,7 @@ import {
 
 export const PAUSE_IMAGE = 'kd.invalid/pause:local';
 export const BUSYBOX_IMAGE = 'kd.invalid/busybox:local';
-/** The admission service's default --guestconfig-image: the harness and `npm start` use this build. */
+/** The admission service's default --guestconfig-image: the harness's build (`npm start` pushes the product's to a registry). */
 export const GUESTCONFIG_IMAGE = DEFAULT_GUESTCONFIG_IMAGE;
 /** Bump when what goes into an image changes without its inputs changing. */
 const IMAGE_RECIPE = '1';

@@ -1,7 +1,9 @@
 /**
  * `npm start`: kd-connections on a real single-node cluster on this machine. Starts etcd +
  * kube-apiserver on loopback (building them first if needed) and a node (containerd, kubelet, scheduler,
- * controller-manager; see test/controlplane/node.ts), installs the CRDs, runs both services as separate
+ * controller-manager; see test/controlplane/node.ts), starts a registry on 127.0.0.1 (CNCF Distribution)
+ * and pushes the member pods' sidecar image there with crane, built as `npm run images` builds it (the node
+ * pulls it by digest, as a user's node pulls a release), installs the CRDs, runs both services as separate
  * processes, registers the webhooks by URL on 127.0.0.1 with a generated CA, applies the examples, runs
  * their member pods as real containers (busybox built locally, host network), waits until they are Ready
  * and hold their configmeta file, and prints a short tour. Everything lives in temporary folders that are
@@ -21,13 +23,16 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { createCA, createServingCert } from '@kd-connections/certs';
+import { buildGuestconfigImage, packageVersion, pushImages } from '@kd-connections/images';
 import { KubeConfig } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
 import { installNodePrerequisites, startNode, type NodeHandle } from '../controlplane/node.js';
+import { trustLoopbackRegistry } from '../controlplane/containerd.js';
+import { startRegistry, type LocalRegistry } from '../support/oci-registry.js';
 import { BUSYBOX_IMAGE } from '../images/base-images.js';
 import { CONFIGMETA_DIR } from '@kd-connections/shared/delivery';
 import { CONFIGMETA_FILE, PRIVATE_CONFIGMETA_FILE } from '@kd-connections/shared/domain';
-import { ensureBinaries } from '../controlplane/binaries.js';
+import { ensureBinaries, ensureRegistryBinaries } from '../controlplane/binaries.js';
 import { waitFor } from '../controlplane/net.js';
 import { installCrds } from '../support/crds.js';
 import { createNamespace } from '../support/namespaces.js';
@@ -69,6 +74,9 @@ export interface LocalEnvironment {
   kubeconfigPath: string;
   /** Member pods run as containers (a node runs); false: they stay Pending. */
   node: boolean;
+  /** The registry on 127.0.0.1 the node pulls from, and the sidecar image pushed there (by digest). */
+  registry?: string;
+  sidecarImage?: string;
   stop(): Promise<void>;
   /** Resolves if a service exits on its own (with its name and code). */
   died: Promise<{ name: string; code: number | null; log: string }>;
@@ -87,12 +95,15 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
   const services: Service[] = [];
   let cp: ControlPlane | undefined;
   let node: Promise<NodeHandle | undefined> | undefined;
+  let registry: LocalRegistry | undefined;
+  let craneBin: string | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     for (const s of services) await s.proc.stop();
     await (await node)?.stop();
+    await registry?.stop();
     await cp?.stop();
     rmSync(dir, { recursive: true, force: true });
   };
@@ -109,6 +120,11 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
       o.say('Starting etcd and kube-apiserver on 127.0.0.1 ...');
       cp = await startControlPlane({ log: (m) => o.say(`  ${m}`) });
       kubeconfigPath = cp.kubeconfigPath;
+      o.say('Starting a registry on 127.0.0.1 (the node pulls the sidecar image from it) ...');
+      // Both built from the Go module proxy on first use (about two minutes), then cached.
+      const { registry: registryBin, crane } = await ensureRegistryBinaries();
+      craneBin = crane;
+      const reg = (registry = await startRegistry({ binary: registryBin }));
       // The node comes up while the CRDs, services and webhooks are set up.
       const nodeStarted = Date.now();
       node = (async () => {
@@ -116,6 +132,7 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
         try {
           await installNodePrerequisites((m) => o.say(`  ${m}`));
           n = await startNode(cp.info(), { log: (m) => o.say(`  ${m}`) });
+          trustLoopbackRegistry(n.registryHosts, reg.host);
           await n.ready;
           o.say(`  node Ready ${Date.now() - nodeStarted} ms after its start`);
           return n;
@@ -155,13 +172,39 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
       for (const ns of [SYSTEM_NAMESPACE, DEMO_NAMESPACE]) await createNamespace(kc, ns, {});
     }
 
+    // The sidecar every member pod gets, released to the registry; admission names it by digest.
+    let sidecarImage: string | undefined;
+    if (registry) {
+      o.say(`Building the guestconfig sidecar image and pushing it to ${registry.host} ...`);
+      const built = buildGuestconfigImage({
+        repoRoot,
+        outDir: join(dir, 'images'),
+        tag: packageVersion(repoRoot),
+        registry: registry.host,
+      });
+      const [pushed] = pushImages([built], registry.host, packageVersion(repoRoot), {
+        insecure: true,
+        crane: craneBin!,
+      });
+      o.say(`  pushed ${pushed!.reference} ${pushed!.digest}`);
+      sidecarImage = pushed!.pinned;
+    }
+
     const host = { info: { kubeconfigPath, webhookCaPem: webhookTls.caPem, webhookServing: webhookTls } };
     const logFile = (name: string) => join(dir, `${name}.log`);
     o.say('Starting the admission service and the reconciler ...');
-    const admission = await startAdmission(host, [`--system-namespace=${SYSTEM_NAMESPACE}`, '--log-level=info'], {
-      logFile: logFile('admission'),
-      waitReady: false,
-    });
+    const admission = await startAdmission(
+      host,
+      [
+        `--system-namespace=${SYSTEM_NAMESPACE}`,
+        '--log-level=info',
+        ...(sidecarImage ? [`--guestconfig-image=${sidecarImage}`] : []),
+      ],
+      {
+        logFile: logFile('admission'),
+        waitReady: false,
+      },
+    );
     services.push({ name: 'admission', proc: admission, logFile: logFile('admission') });
     const reconciler = await startReconciler(host, {
       args: [
@@ -280,7 +323,14 @@ export async function startLocalEnvironment(o: LocalOptions): Promise<LocalEnvir
         ).catch(() => {});
       }
     }
-    return { dir, kubeconfigPath, node: (await node) !== undefined, stop, died };
+    return {
+      dir,
+      kubeconfigPath,
+      node: (await node) !== undefined,
+      ...(registry && sidecarImage ? { registry: registry.host, sidecarImage } : {}),
+      stop,
+      died,
+    };
   } catch (e) {
     await stop();
     throw e;
@@ -427,6 +477,12 @@ export function tour(env: LocalEnvironment, binDir: string, local: boolean): str
       '',
     );
   }
+  if (env.registry && env.sidecarImage)
+    lines.push(
+      `Images: member pods run the sidecar ${env.sidecarImage},`,
+      `  pulled by the node from the registry at http://${env.registry} (crane ls ${env.registry}/kd-connections/guestconfig).`,
+      '',
+    );
   lines.push(
     `Logs: ${join(env.dir, 'admission.log')}  ${join(env.dir, 'reconciler.log')}`,
     'Press Ctrl-C to stop everything.',

@@ -102,10 +102,15 @@ export async function runHelm(i: ControlPlaneInfo, args: string[], opts: { input
   const extra = version ? ['--kube-version', version] : [];
   return run(i.binDir.helm, ['--kubeconfig', i.kubeconfigPath, ...args, ...extra], {
     input: opts.input,
-    env: {
-      HELM_CACHE_HOME: `${i.dir}/helm/cache`,
-      HELM_CONFIG_HOME: `${i.dir}/helm/config`,
-      HELM_DATA_HOME: `${i.dir}/helm/data`,
-    },
+    env: helmEnv(i),
   });
+}
+
+/** helm's cache, config and data (registry logins, repositories) in the control plane's folder. */
+export function helmEnv(i: ControlPlaneInfo): Record<string, string> {
+  return {
+    HELM_CACHE_HOME: `${i.dir}/helm/cache`,
+    HELM_CONFIG_HOME: `${i.dir}/helm/config`,
+    HELM_DATA_HOME: `${i.dir}/helm/data`,
+  };
 }
