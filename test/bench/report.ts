@@ -95,6 +95,13 @@ function table(head: string[], rows: (string | number)[][]): string {
 
 const f = (v: number | undefined, unit = '') => (v === undefined || !Number.isFinite(v) ? '–' : `${v}${unit}`);
 
+/** Each transport's rate when the bare client measured more than one (results before 2026-12-07 have none). */
+function rawRuns(raw: { runs?: { transport: string; patchesPerSecond: number }[] }): string {
+  return raw.runs && raw.runs.length > 1
+    ? `; ${raw.runs.map((r) => `${r.transport} ${r.patchesPerSecond}/s`).join(', ')}`
+    : '';
+}
+
 export function renderMarkdown(r: BenchReport): string {
   const direct = r.sections['admission-direct']?.result as DirectResult | undefined;
   const api = r.sections['admission-apiserver']?.result as ApiServerResult | undefined;
@@ -330,7 +337,7 @@ function peerRows(
       ? `**${f(fan.deliveryRatioToRaw)}** (${f(fan.deliveryPerSecond)} vs ${f(fan.raw?.patchesPerSecond)} patches/s); writes ÷ minimum **${fan.edit.ratio}**`
       : '–',
     fan?.raw
-      ? `bare client: ${fan.raw.pods} patches of ~${fan.raw.meanPatchBytes} B, ${fan.raw.concurrency.clusters} × ${fan.raw.concurrency.podsPerCluster} in flight, ${fan.raw.seconds} s`
+      ? `bare client, ${fan.raw.transport ?? 'client-node (a TLS connection per request)'}: ${fan.raw.pods} patches of ~${fan.raw.meanPatchBytes} B, ${fan.raw.concurrency.clusters} × ${fan.raw.concurrency.podsPerCluster} in flight, ${fan.raw.seconds} s${rawRuns(fan.raw)}`
       : `– ${fan?.rawError ?? ''}`,
     `≥ ${T.deliveryToRaw}; writes ÷ minimum ${T.writeRatio.toFixed(2)}`,
     measured(
@@ -620,7 +627,7 @@ function renderFanout(x: FanoutResult, s: SectionResult): string[] {
     `Reconciler RSS at the end: ${x.reconcilerRssMiB} MiB.`,
     '',
     x.raw
-      ? `API server's limit (reconciler stopped): a bare client made the same ${x.raw.pods} pod patches (configmeta + hash replaced by values of the same size, the same \`test\` preconditions, ~${x.raw.meanPatchBytes} B each, ${x.raw.concurrency.clusters} clusters × ${x.raw.concurrency.podsPerCluster} pods in flight as the reconciler's defaults) in ${x.raw.seconds} s: **${x.raw.patchesPerSecond} patches/s** (${x.raw.failed} failed). The reconciler delivered ${x.edit.podsUpdated} pods in ${f(x.edit.allPodsMs, ' ms')} after the edit: ${x.deliveryPerSecond} pods/s, **${x.deliveryRatioToRaw}** of the bare client's rate.`
+      ? `API server's limit (reconciler stopped): a bare client (${x.raw.transport ?? 'client-node, a TLS connection per request'}${rawRuns(x.raw)}) made the same ${x.raw.pods} pod patches (configmeta + hash replaced by values of the same size, the same \`test\` preconditions, ~${x.raw.meanPatchBytes} B each, ${x.raw.concurrency.clusters} clusters × ${x.raw.concurrency.podsPerCluster} pods in flight as the reconciler's defaults) in ${x.raw.seconds} s: **${x.raw.patchesPerSecond} patches/s** (${x.raw.failed} failed). The reconciler delivered ${x.edit.podsUpdated} pods in ${f(x.edit.allPodsMs, ' ms')} after the edit: ${x.deliveryPerSecond} pods/s, **${x.deliveryRatioToRaw}** of the bare client's rate.`
       : `API server's limit not measured${x.rawError ? `: ${x.rawError}` : ''}.`,
     '',
   ];
