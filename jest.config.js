@@ -45,6 +45,7 @@ export default {
         '<rootDir>/{shared,certs,admission,reconciler,cli}/test/**/*.test.ts',
         '<rootDir>/test/images/**/*.test.ts',
         '<rootDir>/test/docs/**/*.test.ts',
+        '<rootDir>/test/bench/**/*.test.ts',
         '<rootDir>/test/controlplane/**/*.test.ts',
         '<rootDir>/test/kubedirector/**/*.unit.test.ts',
       ],

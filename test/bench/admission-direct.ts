@@ -18,7 +18,7 @@ import { metricSum } from '../support/prometheus-text.js';
 import type { GoPeer } from './go-peer.js';
 import { benchReviews, deniedReviews, expectedAnswer, seedObjects, SEED, type BenchReview } from './reviews.js';
 import type { Scale } from './scale.js';
-import { median, round } from './stats.js';
+import { median, round, spread, type Spread } from './stats.js';
 import { type RunningAdmission } from '../support/services.js';
 
 /**
@@ -98,6 +98,11 @@ export interface DirectResult {
     /** service ÷ minimal reviews per second, and minimal ÷ service CPU per review. */
     ratioToMinimal: number;
     cpuRatioToMinimal: number;
+    /**
+     * The targets' ratios round by round (each round runs the service and its peers back to back, in
+     * alternating order): median and range. cpuToMinimal is service ÷ minimal CPU per review.
+     */
+    spreads?: { ratioToMinimal: Spread; cpuToMinimal: Spread; ratioToGo?: Spread };
   };
   rates: { rate: number; service: ServerRun; baseline: ServerRun; go?: ServerRun; variants?: ServerRun[] }[];
   /** The A/B variants (--ab), measured in the same rounds and at the same rates as the service. */
@@ -308,6 +313,18 @@ export async function admissionDirect(
         p99Ms: round(median(mine.map((r) => r.load.latencyMs.p99))),
       };
     };
+    const perRound = (f: (at: (t: Target) => ServerRun) => number) =>
+      spread(
+        Array.from({ length: scale.rounds }, (_, i) => {
+          const at = (t: Target) => runs.find((r) => r.target === t && r.round === i + 1)!;
+          return f(at);
+        }),
+      );
+    const spreads = {
+      ratioToMinimal: perRound((at) => at('service').load.rps / at('minimal').load.rps),
+      cpuToMinimal: perRound((at) => at('service').cpuPerReviewUs / at('minimal').cpuPerReviewUs),
+      ...(peer ? { ratioToGo: perRound((at) => at('service').load.rps / at('go').load.rps) } : {}),
+    };
     const service = agg('service');
     const baseline = agg('baseline');
     const minimal = agg('minimal');
@@ -359,6 +376,7 @@ export async function admissionDirect(
         cpuRatio: round(baseline.cpuPerReviewUs / service.cpuPerReviewUs),
         ratioToMinimal: round(service.rps / minimal.rps),
         cpuRatioToMinimal: round(minimal.cpuPerReviewUs / service.cpuPerReviewUs),
+        spreads,
         ...(go
           ? {
               go,

@@ -10,7 +10,7 @@ import { SETTLE_MS, type InContainerResult } from './in-container.js';
 import type { MemoryFigures, MemoryResult } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { Scale } from './scale.js';
-import { round } from './stats.js';
+import { round, spreadText, spreadVerdict } from './stats.js';
 
 export interface SectionResult {
   loadBefore: number[];
@@ -83,7 +83,7 @@ export const TARGETS = {
   rssMiB: 200,
 };
 
-type Verdict = 'met' | 'NOT met' | 'n/a' | 'NOT measured';
+type Verdict = 'met' | 'NOT met' | 'n/a' | 'NOT measured' | 'within noise';
 const verdict = (ok: boolean | undefined): Verdict => (ok === undefined ? 'n/a' : ok ? 'met' : 'NOT met');
 /** A figure this run did not produce counts as not met, said as such. */
 const measured = (ok: boolean | undefined): Verdict => (ok === undefined ? 'NOT measured' : ok ? 'met' : 'NOT met');
@@ -276,23 +276,32 @@ function peerRows(
   const at500 = direct?.rates.find((x) => x.rate === 500);
   const go = t?.go;
   const rows: (string | number)[][] = [];
+  const sp = t?.spreads;
   rows.push([
     'admission throughput ÷ minimal parse-and-echo webhook (full load)',
-    t ? `**${t.ratioToMinimal}** (${f(t.service.rps)} vs ${f(t.minimal.rps)} reviews/s)` : '–',
+    t
+      ? sp
+        ? `**${spreadText(sp.ratioToMinimal)}** over ${sp.ratioToMinimal.rounds} interleaved rounds (median ${f(t.service.rps)} vs ${f(t.minimal.rps)} reviews/s)`
+        : `**${t.ratioToMinimal}** (${f(t.service.rps)} vs ${f(t.minimal.rps)} reviews/s)`
+      : '–',
     t ? `minimal: ${f(t.minimal.rps)}/s, ${perCore(t.minimal.cpuPerReviewUs)}` : '–',
     `≥ ${T.throughputToMinimal}`,
-    measured(t ? t.ratioToMinimal >= T.throughputToMinimal : undefined),
+    sp
+      ? spreadVerdict(sp.ratioToMinimal, T.throughputToMinimal, 'atLeast')
+      : measured(t ? t.ratioToMinimal >= T.throughputToMinimal : undefined),
   ]);
   rows.push([
     'admission throughput ÷ Go controller-runtime peer (full load; same reviews, TLS, load generator, CPU)',
     t?.ratioToGo !== undefined && go
-      ? `**${t.ratioToGo}** (${f(t.service.rps)} vs ${f(go.rps)} reviews/s; per core ${perCore(t.service.cpuPerReviewUs)} vs ${perCore(go.cpuPerReviewUs)})`
+      ? `**${sp?.ratioToGo ? spreadText(sp.ratioToGo) : t.ratioToGo}** (${f(t.service.rps)} vs ${f(go.rps)} reviews/s; per core ${perCore(t.service.cpuPerReviewUs)} vs ${perCore(go.cpuPerReviewUs)})`
       : `– ${direct?.goError ? `(Go peer: ${direct.goError.split('\n')[0]})` : ''}`,
     go
       ? `Go peer: ${f(go.rps)}/s, ${f(go.cpuPerReviewUs, ' µs')} CPU per review, p50 ${f(go.p50Ms, ' ms')} / p99 ${f(go.p99Ms, ' ms')}; answers equal ${direct?.peerCheck?.equal ?? '?'}/${direct?.peerCheck?.reviews ?? '?'}`
       : '–',
     `≥ ${T.throughputToGo.toFixed(1)}`,
-    measured(t?.ratioToGo !== undefined ? t.ratioToGo >= T.throughputToGo : undefined),
+    sp?.ratioToGo
+      ? spreadVerdict(sp.ratioToGo, T.throughputToGo, 'atLeast')
+      : measured(t?.ratioToGo !== undefined ? t.ratioToGo >= T.throughputToGo : undefined),
   ]);
   rows.push([
     'admission p99 at 500 reviews/s',
@@ -308,12 +317,16 @@ function peerRows(
   const cpuToMinimal = t ? Math.round((t.service.cpuPerReviewUs / t.minimal.cpuPerReviewUs) * 100) / 100 : undefined;
   rows.push([
     'CPU per review at full load ÷ minimal webhook',
-    t ? `**${cpuToMinimal}** (${f(t.service.cpuPerReviewUs, ' µs')} vs ${f(t.minimal.cpuPerReviewUs, ' µs')})` : '–',
+    t
+      ? `**${sp ? spreadText(sp.cpuToMinimal) : cpuToMinimal}** (${f(t.service.cpuPerReviewUs, ' µs')} vs ${f(t.minimal.cpuPerReviewUs, ' µs')})`
+      : '–',
     go
       ? `Go peer ${f(go.cpuPerReviewUs, ' µs')} (÷ minimal ${Math.round((go.cpuPerReviewUs / t!.minimal.cpuPerReviewUs) * 100) / 100})`
       : '–',
     `≤ ${T.cpuToMinimal}`,
-    measured(cpuToMinimal !== undefined ? cpuToMinimal <= T.cpuToMinimal : undefined),
+    sp
+      ? spreadVerdict(sp.cpuToMinimal, T.cpuToMinimal, 'atMost')
+      : measured(cpuToMinimal !== undefined ? cpuToMinimal <= T.cpuToMinimal : undefined),
   ]);
   const goP99 = api?.goOverheadPct?.all.p99;
   rows.push([

@@ -59,7 +59,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
   },
   small: {
     name: 'small',
-    direct: { rounds: 2, warmupSec: 2, measureSec: 6, connections: 16, rates: [200, 500, 1000], rateSec: 5 },
+    direct: { rounds: 5, warmupSec: 2, measureSec: 6, connections: 16, rates: [200, 500, 1000], rateSec: 5 },
     apiserver: { opsPerMode: 300, concurrency: 4, block: 50 },
     fanout: { clusters: 200, podsPerCluster: 5, idleSec: 60, deadlineSec: 120 },
     inContainer: { clusters: 10, podsPerCluster: 5, deadlineSec: 300 },
@@ -68,7 +68,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
   },
   large: {
     name: 'large',
-    direct: { rounds: 3, warmupSec: 5, measureSec: 15, connections: 32, rates: [200, 500, 1000, 2000], rateSec: 10 },
+    direct: { rounds: 5, warmupSec: 5, measureSec: 15, connections: 32, rates: [200, 500, 1000, 2000], rateSec: 10 },
     apiserver: { opsPerMode: 1000, concurrency: 16, block: 100 },
     fanout: { clusters: 1000, podsPerCluster: 5, idleSec: 60, deadlineSec: 300 },
     inContainer: { clusters: 20, podsPerCluster: 5, deadlineSec: 600 },

@@ -46,3 +46,40 @@ export function median(xs: number[]): number {
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
+
+/** A figure over rounds: its median and the range it moved in. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  rounds: number;
+}
+
+export function spread(values: number[]): Spread {
+  return {
+    median: round(median(values)),
+    min: round(Math.min(...values)),
+    max: round(Math.max(...values)),
+    rounds: values.length,
+  };
+}
+
+/**
+ * A verdict that survives noise: met only when every round clears the target, NOT met only when none
+ * does; otherwise the rounds straddle it and the verdict is "within noise".
+ */
+export function spreadVerdict(
+  s: Spread,
+  target: number,
+  want: 'atLeast' | 'atMost',
+): 'met' | 'NOT met' | 'within noise' {
+  const clears = (v: number) => (want === 'atLeast' ? v >= target : v <= target);
+  if (clears(s.min) && clears(s.max)) return 'met';
+  if (!clears(s.min) && !clears(s.max)) return 'NOT met';
+  return 'within noise';
+}
+
+/** "median (min–max)". */
+export function spreadText(s: Spread): string {
+  return `${s.median} (${s.min}–${s.max})`;
+}
