@@ -2,8 +2,9 @@
 // the kdcluster validating and mutating webhooks: admission.Handler decoding the AdmissionReview, the
 // connection rules against the manager's informer cache (kdapps and kdclusters as unstructured,
 // labelled ConfigMaps and Secrets as metadata only, a live metadata read on a miss, as the admission
-// service does), the same denial message and the same generator JSON Patch. TLS as the admission
-// service's tlsOptions: TLS 1.2 or newer, AEAD suites only. Bench only; never shipped.
+// service does), the same denial message and the same generator JSON Patch. The cache strips managedFields
+// and hands out its objects without deep copies. TLS as the admission service's tlsOptions: TLS 1.2 or
+// newer, AEAD suites only. Bench only; never shipped.
 package main
 
 import (
@@ -38,6 +39,8 @@ var (
 	appGVK     = schema.GroupVersionKind{Group: "kubedirector.hpe.com", Version: "v1beta1", Kind: "KubeDirectorApp"}
 	clusterGVK = schema.GroupVersionKind{Group: "kubedirector.hpe.com", Version: "v1beta1", Kind: "KubeDirectorCluster"}
 	served     atomic.Int64
+	// The cache hands out its own objects (read-only here).
+	unsafeNoDeepCopy = true
 )
 
 type cacheLookup struct{ cached, live client.Reader }
@@ -185,8 +188,14 @@ func main() {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{ByObject: map[client.Object]cache.ByObject{cm: labelled(labelCMType), sec: labelled(labelSecretType)}},
-		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		// As a Go author tunes a read-only webhook: managedFields never enter the cache, and reads hand out
+		// the cached object itself instead of a deep copy (the rules only read what the lookup returns).
+		Cache: cache.Options{
+			ByObject:                     map[client.Object]cache.ByObject{cm: labelled(labelCMType), sec: labelled(labelSecretType)},
+			DefaultTransform:             cache.TransformStripManagedFields(),
+			DefaultUnsafeDisableDeepCopy: &unsafeNoDeepCopy,
+		},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    "127.0.0.1",
 			Port:    *port,
