@@ -84,14 +84,14 @@ process.exit(listening ? 0 : 1);`;
  * startup probe that tells the container's own listener from the replaced pod's, and the webhooks called
  * at a url on 127.0.0.1 (the chart's url mode renders no admission Deployment). A post-renderer reads stdin.
  */
-function postRendererScript(admissionPort: number): string {
+function postRendererScript(admissionPort: number, startupProbes = true): string {
   const yamlModule = join(repoRoot, 'node_modules', 'yaml', 'dist', 'index.js');
   return `#!/usr/bin/env node
 import YAML from ${JSON.stringify(yamlModule)};
 import { readFileSync } from 'node:fs';
 const docs = YAML.parseAllDocuments(readFileSync(0, 'utf8')).map((d) => d.toJSON()).filter(Boolean);
 for (const d of docs) {
-  if (d.kind === 'Deployment') {
+  if (d.kind === 'Deployment' && ${startupProbes}) {
     for (const c of d.spec.template.spec.containers) {
       const port = Number((c.args.find((a) => /^--(port|metrics-bind-address)=/.test(a)) ?? '').split(/[=:]/).pop());
       c.startupProbe = {
@@ -102,7 +102,7 @@ for (const d of docs) {
   }
   if (d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration') {
     for (const w of d.webhooks) {
-      const { path } = w.clientConfig.service;
+      const path = w.clientConfig.service.path ?? '';
       w.clientConfig = { url: 'https://127.0.0.1:${admissionPort}' + path, caBundle: w.clientConfig.caBundle };
     }
   }
@@ -511,4 +511,84 @@ describe('the chart with both services in pods on the node', () => {
       expect(names).not.toContain(fullname);
     }
   }, 180_000);
+
+  it('installs into a namespace that enforces the restricted Pod Security Standard: every pod admitted and started', async () => {
+    // The chart's defaults (pod network, no host network), from the release in the registry. This node's
+    // pod network cannot reach the API server, so the pods start but do not become Ready here; what is
+    // checked is that Pod Security admits every pod the chart makes and that each container runs.
+    const restricted = `${ns}-rst`.slice(0, 63);
+    const served = `${ns}-rst-apps`.slice(0, 63);
+    const rel = `${release}-r`;
+    const enforce = {
+      'pod-security.kubernetes.io/enforce': 'restricted',
+      'pod-security.kubernetes.io/enforce-version': 'latest',
+    };
+    await createNamespace(env.kc, restricted, { 'kd-test': 'true', ...enforce });
+    await createNamespace(env.kc, served);
+    // Enforcement is on: a pod that loosens one setting is refused there.
+    const loose = runningPod('loose', 'exec sleep 60', {});
+    loose.spec.containers[0].securityContext = { privileged: true };
+    const refused = await env.kubectl(['create', '-f', '-'], { namespace: restricted, input: JSON.stringify(loose) });
+    expect({ code: refused.code, refused: /violates PodSecurity "restricted:latest"/.test(refused.stderr) }).toEqual({
+      code: 1,
+      refused: true,
+    });
+    // The webhooks only for the served namespace, by url on 127.0.0.1 where nothing answers (never a Service).
+    const renderer = dir.file('post-render-restricted.mjs', postRendererScript(await freePort(), false), 0o755);
+    chmodSync(renderer, 0o755);
+    const r = await env.helm([
+      'install',
+      rel,
+      v1.chart.reference,
+      '--version',
+      v1.chart.version,
+      '--plain-http',
+      '--namespace',
+      restricted,
+      ...v1.values.flatMap((value) => ['--set', value]),
+      '--set',
+      'crds.install=false',
+      '--set',
+      `watchNamespaces={${served}}`,
+      '--set',
+      'webhook.failurePolicy.validating=Ignore',
+      // This node's taint (the harness's test node), tolerated as the pods above tolerate it.
+      '--set-json',
+      `admission.tolerations=${JSON.stringify([TEST_NODE_TOLERATION])}`,
+      '--set-json',
+      `reconciler.tolerations=${JSON.stringify([TEST_NODE_TOLERATION])}`,
+      '--post-renderer',
+      renderer,
+    ]);
+    try {
+      // helm's stderr shown only when it failed (it warns on success).
+      expect({ code: r.code, error: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, error: '' });
+      const pods = await eventually(
+        'every chart pod in the restricted namespace has its container running',
+        async () => {
+          const list = (await getJson(env, ['pods', '-l', `app.kubernetes.io/instance=${rel}`], restricted))
+            .items as Doc[];
+          const running = list.filter((p) => p.status?.containerStatuses?.[0]?.state?.running);
+          return list.length === 4 && running.length === 4 ? list : undefined;
+        },
+        120_000,
+      );
+      expect(pods.map((p) => p.metadata.labels['app.kubernetes.io/component']).sort()).toEqual([
+        'admission',
+        'admission',
+        'reconciler',
+        'reconciler',
+      ]);
+      for (const p of pods) expect(p.spec.hostNetwork ?? false).toBe(false);
+      const events = (await getJson(env, ['events'], restricted)).items as Doc[];
+      expect(events.filter((e) => e.reason === 'FailedCreate').map((e) => e.message)).toEqual([]);
+    } finally {
+      await env.helm(['uninstall', rel, '--namespace', restricted, '--wait']);
+      for (const n of [restricted, served])
+        await env.kc
+          .makeApiClient(CoreV1Api)
+          .deleteNamespace({ name: n })
+          .catch(() => undefined);
+    }
+  }, 300_000);
 });
