@@ -23,7 +23,7 @@ import type { AdmissionConfig } from './config.js';
 import { AdmissionMetrics } from './metrics.js';
 import { ReviewLimiter } from './review-limiter.js';
 import { AdmissionServer } from './server.js';
-import { BootstrapCertificateSource } from './tls/bootstrap-certificate-source.js';
+import { DynamicServingSource } from './tls/dynamic-serving.js';
 import type { CertificateSink, CertificateSource } from './tls/certificate.js';
 import { FileCertificateSource } from './tls/file-certificate-source.js';
 import { WEBHOOKS } from './webhooks/index.js';
@@ -68,7 +68,7 @@ function defaultIdentity(): string {
 
 /** Bootstrap mode from the configuration: the Secret, the SANs, the configurations to keep trusting us. */
 export function bootstrapSource(config: AdmissionConfig, kubeConfig: KubeConnection, log: Logger, identity: string) {
-  return new BootstrapCertificateSource({
+  return new DynamicServingSource({
     client: new KubeClient(kubeConfig, `${BOOTSTRAP_USER_AGENT}/${identity}`),
     secretNamespace: config.tlsSecretNamespace!,
     secretName: config.tlsSecretName,

@@ -4,8 +4,11 @@
  * without the token learns nothing about any object.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { newPathToken, tokenPath } from '@kd-connections/certs';
+import { pathToken, tokenPath } from '@kd-connections/certs';
+
+const newPathToken = () => pathToken(randomBytes(32), 1);
 import { createLogger } from '@kd-connections/shared/runtime';
 import { createApp } from '../src/app.js';
 import { AdmissionMetrics } from '../src/metrics.js';

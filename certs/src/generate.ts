@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPair, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import forge from 'node-forge';
 
 const { pki, md } = forge;
@@ -14,6 +15,8 @@ export interface CAOptions {
   /** Lifetime in milliseconds (default 10 years: the CA outlives many serving certificates). */
   lifetimeMs?: number;
   keyBits?: number;
+  /** A key made beforehand (generateKeyPem), instead of one generated here. */
+  keyPem?: string;
   now?: Date;
 }
 
@@ -26,6 +29,8 @@ export interface ServingOptions {
   /** Lifetime in milliseconds (default 1 year). */
   lifetimeMs?: number;
   keyBits?: number;
+  /** A key made beforehand (generateKeyPem), instead of one generated here. */
+  keyPem?: string;
   commonName?: string;
   now?: Date;
 }
@@ -72,8 +77,23 @@ function randomSerial(): string {
   return bytes.toString('hex');
 }
 
-function newKeys(bits: number): forge.pki.rsa.KeyPair {
-  return pki.rsa.generateKeyPair({ bits, e: 0x10001 });
+function newKeys(bits: number, keyPem?: string): forge.pki.rsa.KeyPair {
+  if (keyPem === undefined) return pki.rsa.generateKeyPair({ bits, e: 0x10001 });
+  const privateKey = pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
+  return { privateKey, publicKey: pki.setRsaPublicKey(privateKey.n, privateKey.e) };
+}
+
+/**
+ * An RSA key (PKCS#1 PEM) generated on libuv's thread pool: the admission service signs its serving
+ * certificates while it answers reviews, and a generation on the event loop would stall them.
+ */
+export async function generateKeyPem(bits = DEFAULT_KEY_BITS): Promise<string> {
+  const { privateKey } = await promisify(generateKeyPair)('rsa', {
+    modulusLength: bits,
+    publicKeyEncoding: { type: 'pkcs1', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  });
+  return privateKey;
 }
 
 function validity(cert: forge.pki.Certificate, now: Date, lifetimeMs: number): void {
@@ -82,7 +102,7 @@ function validity(cert: forge.pki.Certificate, now: Date, lifetimeMs: number): v
 }
 
 export function createCA(opts: CAOptions = {}): CertPair {
-  const keys = newKeys(opts.keyBits ?? DEFAULT_KEY_BITS);
+  const keys = newKeys(opts.keyBits ?? DEFAULT_KEY_BITS, opts.keyPem);
   const cert = pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = randomSerial();
@@ -151,7 +171,7 @@ export function createServingCert(opts: ServingOptions): CertPair {
   const altNames = [...dnsNames.map((value) => ({ type: 2, value })), ...ips.map((ip) => ({ type: 7, ip }))];
   return issue(
     opts.ca,
-    newKeys(opts.keyBits ?? DEFAULT_KEY_BITS),
+    newKeys(opts.keyBits ?? DEFAULT_KEY_BITS, opts.keyPem),
     opts.commonName ?? dnsNames[0] ?? ips[0]!,
     [],
     [

@@ -201,31 +201,3 @@ export function keyMatchesCertificate(keyPem: string | KeyObject, cert: Certific
     return false;
   }
 }
-
-/** RFC 6125: a wildcard stands for exactly one left-most label. */
-function dnsNameMatches(pattern: string, name: string): boolean {
-  const p = pattern.toLowerCase().replace(/\.$/, '');
-  const n = name.toLowerCase().replace(/\.$/, '');
-  if (p === n) return true;
-  if (!p.startsWith('*.')) return false;
-  const dot = n.indexOf('.');
-  return dot > 0 && n.slice(dot + 1) === p.slice(2);
-}
-
-export interface WantedNames {
-  dnsNames?: readonly string[];
-  ipAddresses?: readonly string[];
-}
-
-/** The wanted DNS names and IPs the certificate's SANs do not cover (empty lists when all are covered). */
-export function missingSubjectAltNames(
-  cert: CertificateInput,
-  wanted: WantedNames,
-): { dnsNames: string[]; ipAddresses: string[] } {
-  const c = info(cert);
-  const ips = new Set(c.ipAddresses);
-  return {
-    dnsNames: (wanted.dnsNames ?? []).filter((n) => !c.dnsNames.some((p) => dnsNameMatches(p, n))),
-    ipAddresses: (wanted.ipAddresses ?? []).filter((ip) => !ips.has(canonicalIp(ip))),
-  };
-}

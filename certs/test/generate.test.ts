@@ -1,5 +1,6 @@
 /** What createCA / createServingCert produce: names, usages, validity, serials, key size. */
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { createPrivateKey } from 'node:crypto';
 import forge from 'node-forge';
 import {
   BACKDATE_MS,
@@ -9,11 +10,12 @@ import {
   createServingCert,
   DAY_MS,
   DEFAULT_KEY_BITS,
+  generateKeyPem,
   servingDnsNames,
   type CertPair,
 } from '../src/generate.js';
 import { inspectCertificate, isIssuedBy, type CertificateInfo } from '../src/inspect.js';
-import { renewalDecision } from '../src/renewal.js';
+import { renewAt } from '../src/ca-secret.js';
 
 // Whole seconds: certificates store validity with second precision.
 const NOW = new Date('2030-03-01T12:00:00Z');
@@ -76,14 +78,15 @@ describe('serving certificate', () => {
     const s = inspectCertificate(short.certPem);
     expect(s.notBefore.toISOString()).toBe('2030-03-01T11:59:55.000Z'); // 4.5 s, stored in whole seconds
     expect(s.notAfter.toISOString()).toBe('2030-03-01T12:00:45.000Z');
-    const d = renewalDecision(
-      { caCertPem: ca.certPem, caKeyPem: ca.keyPem, certPem: short.certPem, keyPem: short.keyPem },
-      { ipAddresses: ['127.0.0.1'] },
-      NOW,
-    );
-    expect(d.action).toBe('keep');
-    // Two thirds of 50 s after notBefore.
-    expect(d.renewAt?.toISOString()).toBe('2030-03-01T12:00:28.333Z');
+    // Two thirds of 50 s after notBefore: not yet due when issued.
+    expect(renewAt(s).toISOString()).toBe('2030-03-01T12:00:28.333Z');
+  });
+
+  it('signs with a key generated beforehand off the event loop (generateKeyPem)', async () => {
+    const keyPem = await generateKeyPem(1024);
+    const leaf = createServingCert({ ca, dnsNames: ['x.example.com'], keyPem, now: NOW });
+    expect(leaf.keyPem.replace(/\s/g, '')).toBe(keyPem.replace(/\s/g, ''));
+    expect(inspectCertificate(leaf.certPem).x509.checkPrivateKey(createPrivateKey(keyPem))).toBe(true);
   });
 
   it('never outlives its CA', () => {

@@ -9,7 +9,6 @@ import {
   inspectCertificate,
   isIssuedBy,
   keyMatchesCertificate,
-  missingSubjectAltNames,
   parseCertificates,
   parsePrivateKey,
   splitPemBlocks,
@@ -153,31 +152,6 @@ describe('PEM bundles', () => {
 
   it('refuses an empty bundle', () => {
     expect(() => parseCertificates('\n\n', 'caBundle')).toThrow('caBundle: no PEM certificate found');
-  });
-});
-
-describe('missingSubjectAltNames', () => {
-  it('is empty when every wanted name is covered, compared case-insensitively and IPs canonically', () => {
-    expect(
-      missingSubjectAltNames(leaf.certPem, {
-        dnsNames: ['SVC.ns.svc', 'svc.ns.svc.cluster.local.'],
-        ipAddresses: ['0:0:0:0:0:0:0:1', '10.0.0.1'],
-      }),
-    ).toEqual({ dnsNames: [], ipAddresses: [] });
-  });
-
-  it('lists what is not covered', () => {
-    expect(missingSubjectAltNames(leaf.certPem, { dnsNames: ['svc', 'svc.other'], ipAddresses: ['10.0.0.2'] })).toEqual(
-      { dnsNames: ['svc.other'], ipAddresses: ['10.0.0.2'] },
-    );
-  });
-
-  it('lets a wildcard cover exactly one label', () => {
-    const wild = createServingCert({ ca, dnsNames: ['*.ns.svc'], keyBits: BITS });
-    expect(missingSubjectAltNames(wild.certPem, { dnsNames: ['a.ns.svc', 'a.b.ns.svc', 'ns.svc'] })).toEqual({
-      dnsNames: ['a.b.ns.svc', 'ns.svc'],
-      ipAddresses: [],
-    });
   });
 });
 

@@ -266,11 +266,11 @@ describe('bootstrap-mode RBAC of the admission service', () => {
         });
       }
       // And it said so with an event on the Secret.
-      await eventually('CertificateCreated event', async () => {
+      await eventually('CACreated event', async () => {
         const events = JSON.parse(
           ok(await env.kubectl(['get', 'events.events.k8s.io', '-o', 'json']), 'events').stdout,
         );
-        return events.items.some((e: Doc) => e.regarding?.name === tlsSecret && e.reason === 'CertificateCreated');
+        return events.items.some((e: Doc) => e.regarding?.name === tlsSecret && e.reason === 'CACreated');
       });
       expect(proc.output()).not.toMatch(/forbidden|could not post event/i);
     } finally {

@@ -1,10 +1,11 @@
 /**
- * Certificate rotation without downtime, on the real control plane: two bootstrap-mode replicas behind
- * a loopback balancer, 45 s serving certificates (renewed after ~28 s), and a client that keeps sending
- * admissions through the API server while the serving certificate and then the CA are replaced.
- * Every admission must succeed.
+ * Certificate rotation without downtime, on the real control plane: two dynamic-serving replicas behind
+ * a loopback balancer, 45 s leaves (each replica renews its own after ~33 s), and a client that keeps
+ * sending admissions through the API server while the leaves and then the CA are replaced. Every
+ * admission must succeed.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createSigningKey } from '@kd-connections/certs';
 import { useTestEnv } from '../support/cluster.js';
 import { writes } from '../support/audit.js';
 import { eventually, ok } from '../support/processes.js';
@@ -57,20 +58,17 @@ afterAll(async () => {
 const RECYCLED = 'kd_admission_tls_connections_recycled_total';
 
 describe('rotation under load', () => {
-  it('renews a serving certificate about to expire with zero failed admissions', async () => {
+  it("renews each replica's leaf before it expires with zero failed admissions and no API write", async () => {
     const before = await readTlsSecret(env, SECRET);
     const since = new Date();
     const recycledBefore = await counterSum(replicas, RECYCLED);
     const load = startLoad(env, { maxRequests: 4000, maxMs: 150_000, pauseMs: 20 });
-    const seen = new Set([before.tls]);
-    const rotated = await eventually(
-      'serving certificate renewed and served by both replicas',
+    const first = await Promise.all(replicas.map((r) => served(r.port).then((x) => x.fingerprint)));
+    await eventually(
+      'both replicas serving a renewed leaf',
       async () => {
-        const s = await readTlsSecret(env, SECRET);
-        seen.add(s.tls);
-        if (s.tls === before.tls) return undefined;
-        const fps = await Promise.all(replicas.map((r) => served(r.port).then((x) => x.fingerprint)));
-        return fps.every((f) => f === s.tls) ? s : undefined;
+        const now = await Promise.all(replicas.map((r) => served(r.port).then((x) => x.fingerprint)));
+        return now.every((f, i) => f !== first[i]);
       },
       90_000,
       500,
@@ -82,27 +80,26 @@ describe('rotation under load', () => {
     expect(result.failures).toEqual([]);
     expect(result.endedBy).toBe('stop');
     expect(result.sent).toBeGreaterThan(40);
-    // Serving certificate only: same CA, nothing else to publish.
-    expect(rotated.ca).toBe(before.ca);
-    expect(rotated.previousCAs).toEqual([]);
-    // One successful write per renewal, though both replicas' timers fire together: the loser's
-    // conditional patch fails and it serves the winner's certificate.
-    const patches = writes(env.info.auditLogPath, { namespace: env.namespace, since, succeeded: true }).filter(
+    // Same CA, nothing written: a leaf lives only in its replica's memory.
+    expect((await readTlsSecret(env, SECRET)).resourceVersion).toBe(before.resourceVersion);
+    expect(await Promise.all(replicas.map((r) => servesLeafOf(r.port, before.caPem)))).toEqual([true, true]);
+    const secretWrites = writes(env.info.auditLogPath, { namespace: env.namespace, since, succeeded: true }).filter(
       (e) =>
         e.objectRef?.resource === 'secrets' &&
         e.objectRef.name === SECRET &&
         new Date(e.requestReceivedTimestamp) < until,
     );
-    expect(patches.map((e) => e.verb)).toEqual(Array(seen.size - 1).fill('patch'));
-    // The API server's kept-alive connections were told to reconnect, so it verified the new certificate.
+    expect(secretWrites).toEqual([]);
+    // The API server's kept-alive connections were told to reconnect, so it verified the new leaves.
     expect(await counterSum(replicas, RECYCLED)).toBeGreaterThan(recycledBefore);
   }, 180_000);
 
-  it('rotates the CA with zero failed admissions, publishing old and new CA until the old leaf expired', async () => {
+  it('replaces the CA with zero failed admissions, publishing old and new CA until no old leaf can be served', async () => {
     const before = await readTlsSecret(env, SECRET);
     const load = startLoad(env, { maxRequests: 6000, maxMs: 170_000, pauseMs: 20 });
     await eventually('load running', () => load.sent() >= 10, 30_000, 50);
-    // Losing the CA (or its key) forces a new one; the serving certificate still in use is signed by the old.
+    // A CA key that is not the CA's forces a new CA; the leaves in use are signed by the old one.
+    const wrongKey = Buffer.from(createSigningKey(2048).privateKeyPem).toString('base64');
     ok(
       await env.kubectl([
         'patch',
@@ -110,15 +107,12 @@ describe('rotation under load', () => {
         SECRET,
         '--type=json',
         '-p',
-        JSON.stringify([
-          { op: 'remove', path: '/data/ca.crt' },
-          { op: 'remove', path: '/data/ca.key' },
-        ]),
+        JSON.stringify([{ op: 'replace', path: '/data/tls.key', value: wrongKey }]),
       ]),
-      'remove the CA from the Secret',
+      'replace the CA key',
     );
     const rotated = await eventually(
-      'new CA in the Secret, old and new in every caBundle, new leaf served by both replicas',
+      'new CA in the Secret, old and new in every caBundle, new leaves served by both replicas',
       async () => {
         const s = await readTlsSecret(env, SECRET);
         if (!s.ca || s.ca === before.ca) return undefined;
@@ -131,7 +125,7 @@ describe('rotation under load', () => {
       300,
     );
     expect(rotated.previousCAs).toEqual([before.ca]);
-    // The old leaf expires within 45 s; then the old CA leaves every caBundle.
+    // One serving lifetime (45 s) after the rotation no old leaf can be valid; then the old CA leaves.
     await eventually(
       'old CA gone from every caBundle',
       async () => (await caBundles(env, hooks!.name)).every((b) => b.length === 1 && b[0] === rotated.ca),

@@ -1,6 +1,6 @@
 /**
- * Helpers for the certificate bootstrap tests: replicas of the admission service in bootstrap mode
- * behind one loopback address (a TCP round-robin balancer, standing in for the Service), what the TLS
+ * Helpers for the dynamic-serving tests: replicas of the admission service in bootstrap mode (each
+ * signing its own leaf from the CA Secret) behind one loopback address (a TCP round-robin balancer, standing in for the Service), what the TLS
  * Secret and the webhook configurations hold, what each replica serves, and a bounded request loop
  * through the API server that counts every failed admission.
  */
@@ -62,11 +62,10 @@ export const fingerprint = (pem: string): string => inspectCertificate(pem).fing
 
 export interface SecretState {
   resourceVersion: string;
+  /** The CA (tls.crt). */
   caPem: string;
-  /** ca.crt and ca-previous.crt: every CA a replica's leaf may be signed by. */
+  /** tls.crt and ca-previous.crt: every CA a replica's leaf may be signed by. */
   trustedPem: string;
-  tlsPem: string;
-  tls?: string;
   ca?: string;
   previousCAs: string[];
   immutable: boolean;
@@ -75,20 +74,17 @@ export interface SecretState {
 export async function readTlsSecret(env: TestEnv, name: string): Promise<SecretState> {
   const s = await env.kc.makeApiClient(CoreV1Api).readNamespacedSecret({ name, namespace: env.namespace });
   const get = (k: string) => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
-  const safe = (pem: string) => {
-    try {
-      return fingerprint(pem);
-    } catch {
-      return undefined;
-    }
-  };
+  let ca: string | undefined;
+  try {
+    ca = fingerprint(get('tls.crt'));
+  } catch {
+    ca = undefined;
+  }
   return {
     resourceVersion: s.metadata!.resourceVersion!,
-    caPem: get('ca.crt'),
-    trustedPem: get('ca.crt') + get('ca-previous.crt'),
-    tlsPem: get('tls.crt'),
-    tls: safe(get('tls.crt')),
-    ca: safe(get('ca.crt')),
+    caPem: get('tls.crt'),
+    trustedPem: get('tls.crt') + get('ca-previous.crt'),
+    ca,
     previousCAs: splitPemBlocks(get('ca-previous.crt')).map((b) => fingerprint(b.pem)),
     immutable: s.immutable === true,
   };

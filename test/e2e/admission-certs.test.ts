@@ -1,7 +1,8 @@
 /**
- * Certificate bootstrap mode on the real control plane: two replicas race to create the TLS Secret,
- * publish the CA in the webhook configurations (url mode on 127.0.0.1, no caBundle registered), and
- * repair what goes wrong with the Secret. Webhooks reach the replicas through a loopback TCP balancer.
+ * Dynamic serving on the real control plane: two replicas race to create the CA Secret, publish the CA in
+ * the webhook configurations (url mode on 127.0.0.1, no caBundle registered), each serve a leaf of their
+ * own, and repair what goes wrong with the Secret. Webhooks reach the replicas through a loopback TCP
+ * balancer.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -12,9 +13,12 @@ import { eventually, ok } from '../support/processes.js';
 import {
   caBundles,
   readTlsSecret,
+  fingerprint,
   readyz,
   secretEvents,
   served,
+  servedPem,
+  servesLeafOf,
   startBalancer,
   startBootstrapReplicas,
   startLoad,
@@ -54,7 +58,7 @@ afterAll(async () => {
 const logs = (msg: string) => replicas.flatMap((r) => r.logs().filter((l) => l.msg === msg));
 
 describe('bootstrap', () => {
-  it('two replicas racing create one Secret and serve the same certificate', async () => {
+  it('two replicas racing create one CA Secret and each serve a leaf of its own from it', async () => {
     const creates = writes(env.info.auditLogPath, { namespace: env.namespace, since: startedAt }).filter(
       (e) => e.verb === 'create' && e.objectRef?.resource === 'secrets' && e.objectRef.name === SECRET,
     );
@@ -62,20 +66,23 @@ describe('bootstrap', () => {
     expect(creates.filter((e) => e.responseStatus?.code === 201)).toHaveLength(1);
     expect(creates.every((e) => [201, 409].includes(e.responseStatus?.code ?? 0))).toBe(true);
     expect(creates.every((e) => e.userAgent?.startsWith('kd-connections-tls-bootstrap/'))).toBe(true);
-    expect(logs('created the TLS Secret')).toHaveLength(1);
+    expect(logs('created the CA Secret')).toHaveLength(1);
     const secret = await readTlsSecret(env, SECRET);
-    expect(secret.tls).toBeDefined();
-    const fingerprints = await Promise.all(replicas.map((r) => served(r.port).then((s) => s.fingerprint)));
-    expect(fingerprints).toEqual([secret.tls, secret.tls]);
-    // What one generation of a CA and a serving pair costs (RSA-2048, node-forge, in a worker thread).
-    const generated = logs('generated a CA and a serving certificate').map((l) => l.generationMs as number);
-    expect(generated.length).toBeGreaterThanOrEqual(1);
-    console.log(`CA + serving certificate generation: ${generated.join(', ')} ms`);
+    expect(secret.ca).toBeDefined();
+    const leaves = await Promise.all(replicas.map((r) => servedPem(r.port)));
+    expect(leaves.map((pem) => isIssuedBy(pem, secret.caPem))).toEqual([true, true]);
+    expect(new Set(leaves.map(fingerprint)).size).toBe(2);
+    // The Secret holds the CA only: no serving key ever leaves a replica.
+    const stored = await env.kc
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ name: SECRET, namespace: env.namespace });
+    expect(Object.keys(stored.data ?? {}).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key', 'webhook-path-key']);
+    expect(logs('serving certificate signed')).toHaveLength(2);
   });
 
   it('publishes the CA in both configurations, and the API server calls the webhooks with it', async () => {
     const secret = await readTlsSecret(env, SECRET);
-    // Every webhook of both configurations carries exactly the Secret's CA (a racer's unused CA is withdrawn).
+    // Every webhook of both configurations carries exactly the Secret's CA.
     await eventually(
       'caBundle of every webhook is exactly the Secret CA',
       async () => (await caBundles(env, hooks!.name)).every((b) => b.length === 1 && b[0] === secret.ca),
@@ -105,7 +112,7 @@ spec:
     expect(denied.stderr).toContain('app "no-such-app" not found');
   });
 
-  it('reports a corrupted Secret (event, log) and repairs it while requests keep succeeding', async () => {
+  it('reports a corrupted Secret (event, log) and repairs it with a new CA while requests keep succeeding', async () => {
     const before = await readTlsSecret(env, SECRET);
     const load = startLoad(env, { maxRequests: 1500, maxMs: 90_000, pauseMs: 20 });
     await eventually('load running', () => load.sent() >= 10, 30_000, 50);
@@ -121,14 +128,14 @@ spec:
       ]),
       'corrupt tls.crt',
     );
-    // Repaired: a new serving certificate from the unchanged CA, served by both replicas.
+    // Repaired: a new CA (the key alone cannot vouch for a certificate), both replicas serving leaves of it.
     const repaired = await eventually(
-      'Secret repaired and served by both replicas',
+      'Secret repaired and both replicas serving leaves of the new CA',
       async () => {
         const s = await readTlsSecret(env, SECRET);
-        if (!s.tls || s.tls === before.tls) return undefined;
-        const fps = await Promise.all(replicas.map((r) => served(r.port).then((x) => x.fingerprint)));
-        return fps.every((f) => f === s.tls) ? s : undefined;
+        if (!s.ca || s.ca === before.ca) return undefined;
+        const all = await Promise.all(replicas.map((r) => servesLeafOf(r.port, s.caPem)));
+        return all.every(Boolean) ? s : undefined;
       },
       60_000,
     );
@@ -137,22 +144,21 @@ spec:
     const result = await load.stop();
     expect(result.failures).toEqual([]);
     expect(result.endedBy).toBe('stop');
-    expect(repaired.ca).toBe(before.ca);
-    expect(isIssuedBy(repaired.tlsPem, before.caPem)).toBe(true);
+    // The old CA, still in ca.crt, stays trusted while leaves it signed may be served.
+    expect(repaired.previousCAs).toEqual([before.ca]);
     // Reported clearly: a Warning on the Secret naming the problem, and a structured log line.
     const warnings = await eventually('Warning event on the Secret', async () => {
       const ev = await secretEvents(env, SECRET, 'CertificateSecretInvalid');
       return ev.length > 0 ? ev : undefined;
     });
     expect(warnings[0]!.type).toBe('Warning');
-    expect(warnings[0]!.note).toMatch(/serving certificate: cannot parse certificate/);
-    expect(warnings[0]!.note).toContain('writing a new serving certificate');
-    const lines = logs('TLS Secret is invalid; repairing it');
+    expect(warnings[0]!.note).toMatch(/tls\.crt: cannot parse certificate/);
+    expect(warnings[0]!.note).toContain('writing a new CA');
+    const lines = logs('CA Secret is invalid; repairing it');
     expect(lines.length).toBeGreaterThanOrEqual(1);
-    expect(lines[0]).toMatchObject({ level: 'warn', codes: ['serving-unparsable'] });
-    // The replicas kept serving their valid certificate throughout.
+    expect(lines[0]).toMatchObject({ level: 'warn' });
     for (const r of replicas) expect((await readyz(r.port)).status).toBe(200);
-    expect((await secretEvents(env, SECRET, 'CertificateRepaired')).length).toBeGreaterThanOrEqual(1);
+    expect((await secretEvents(env, SECRET, 'CARepaired')).length).toBeGreaterThanOrEqual(1);
   }, 120_000);
 });
 
@@ -164,7 +170,7 @@ describe('a Secret that cannot be repaired', () => {
   });
 
   it('is reported, /readyz turns false once the served certificate expires, and recovers when the Secret is deleted', async () => {
-    // No webhooks: this replica only manages its Secret. 20 s certificates: renewal is due after ~13 s.
+    // No webhooks: this replica only manages its Secret. 20 s leaves: renewal is due after ~13 s.
     [replica] = await startBootstrapReplicas(env, 1, { secretName: NAME, servingLifetime: '20s' });
     const port = replica!.port;
     const first = await served(port);
@@ -200,7 +206,7 @@ describe('a Secret that cannot be repaired', () => {
     expect(events.invalid.note).toContain('the Secret is immutable');
     expect(events.failedEv.type).toBe('Warning');
     expect(events.failedEv.note).toContain('delete it and it is created again');
-    // The pair in use is served until it expires (no silent replacement), then the replica is not ready.
+    // The leaf in use is served until it expires (no CA to sign another), then the replica is not ready.
     expect((await served(port)).fingerprint).toBe(first.fingerprint);
     const notReady = await eventually(
       '/readyz false after the certificate expired',
@@ -219,13 +225,13 @@ describe('a Secret that cannot be repaired', () => {
       'Secret recreated, served, ready',
       async () => {
         const s = await readTlsSecret(env, NAME).catch(() => undefined);
-        if (!s?.tls || s.immutable) return undefined;
-        if ((await served(port)).fingerprint !== s.tls) return undefined;
+        if (!s?.ca || s.immutable || !(await servesLeafOf(port, s.caPem))) return undefined;
         return (await readyz(port)).status === 200 ? s : undefined;
       },
       30_000,
     );
-    expect(recreated.tls).not.toBe(first.fingerprint);
+    expect((await served(port)).fingerprint).not.toBe(first.fingerprint);
+    expect(recreated.previousCAs).toEqual([]);
     expect(replica!.logs().some((l) => l.msg === 'certificate bootstrap recovered')).toBe(true);
   }, 120_000);
 });

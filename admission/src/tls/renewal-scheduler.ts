@@ -4,7 +4,6 @@
  * pass asked for, and after a failure with jittered exponential backoff. Timers go through the one
  * clamp (timerDelayMs) and never keep the process alive. Watches are only triggers.
  */
-import { timerDelayMs } from '@kd-connections/certs';
 import { errorMessage, type Informer } from '@kd-connections/shared/runtime';
 import { SingleFlight } from './single-flight.js';
 
@@ -15,6 +14,13 @@ export interface SchedulerOptions {
   backoff: { initialMs: number; maxMs: number };
   onFailure: (error: string, failures: number, retryInMs: number) => void;
   onRecovered: (failures: number) => void;
+}
+
+/** setTimeout's largest delay: a wake months away re-evaluates early instead of firing at once. */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+export function timerDelayMs(due: Date, now: Date, minMs = 0): number {
+  return Math.min(MAX_TIMER_DELAY_MS, Math.max(minMs, due.getTime() - now.getTime()));
 }
 
 /** The smallest wait after a successful pass, so a wake time already due cannot spin. */

@@ -1,8 +1,8 @@
 /**
- * The kubernetes.io/tls Secret that bootstrap mode keeps, as storage: read it, create it, or replace its
- * data in one write conditional on the resourceVersion that was read (a JSON Patch `test`). A write
- * that loses a race is an outcome, not an error: the caller re-reads and serves the winner's pair.
- * Events about the certificate are recorded on this Secret.
+ * The CA Secret of dynamic serving, as storage: read it, create it, or replace its data in one write
+ * conditional on the resourceVersion that was read (a JSON Patch `test`). A write that loses a race is an
+ * outcome, not an error: the caller re-reads and uses the winner's CA. Events about the certificates are
+ * recorded on this Secret.
  */
 import { TLS_SECRET_TYPE, type SecretObject } from '@kd-connections/certs';
 import {
@@ -62,24 +62,6 @@ export class TlsSecretStore {
     } catch (e) {
       if (errorStatus(e) === 409 || errorStatus(e) === 404 || isConflict(e)) return { conflict: errorMessage(e) };
       throw new Error(`cannot write Secret ${this.where}: ${errorMessage(e)}`);
-    }
-  }
-
-  /**
-   * Sets some keys of the Secret's data (base64 values), conditional on `current`'s resourceVersion;
-   * another writer first comes back as a conflict.
-   */
-  async addKeys(current: SecretObject, entries: Record<string, string>): Promise<WriteOutcome> {
-    try {
-      const ops = [
-        { op: 'test', path: '/metadata/resourceVersion', value: current.metadata.resourceVersion },
-        ...(current.data ? [] : [{ op: 'add', path: '/data', value: {} }]),
-        ...Object.entries(entries).map(([key, value]) => ({ op: 'add', path: `/data/${key}`, value })),
-      ];
-      return { written: await this.o.client.jsonPatch<SecretObject>(this.objectPath, ops) };
-    } catch (e) {
-      if (errorStatus(e) === 404 || isConflict(e)) return { conflict: errorMessage(e) };
-      throw new Error(`cannot write ${Object.keys(entries).join(', ')} of Secret ${this.where}: ${errorMessage(e)}`);
     }
   }
 

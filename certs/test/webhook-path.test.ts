@@ -1,30 +1,21 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   acceptedPathTokens,
-  isPathToken,
-  nextPathTokenData,
-  PATH_TOKEN_ISSUED_KEY,
-  PATH_TOKEN_PREVIOUS_KEY,
-  learnPathToken,
-  pathTokenDue,
-  pathTokenState,
-  publishCurrentNow,
-  pathTokenTiming,
-  pathTokenWakeAt,
-  newPathToken,
-  PATH_TOKEN_KEY,
-  pathTokenIn,
+  pathToken,
+  pathTokenChangeAt,
+  pathTokenClock,
+  pathTokenPeriod,
   routeBehindToken,
   tokenPath,
   webhookPathPatch,
   type WebhookConfigurationView,
 } from '../src/index.js';
 
-const A = newPathToken();
-const B = newPathToken();
+const KEY = Buffer.alloc(32, 7);
+const A = pathToken(KEY, 1);
+const B = pathToken(KEY, 2);
 const routes = (name: string) =>
   ({ 'validate-kdcluster.x': '/validate-kdcluster', 'mutate-pod.x': '/mutate-pod' })[name];
-const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 
 const view = (clientConfigs: WebhookConfigurationView['webhooks']): WebhookConfigurationView => ({
   metadata: { name: 'c', resourceVersion: '7' },
@@ -32,20 +23,12 @@ const view = (clientConfigs: WebhookConfigurationView['webhooks']): WebhookConfi
 });
 
 describe('the webhook path token', () => {
-  it('is 32 random bytes as 43 URL-safe characters, new each time', () => {
-    const many = new Set(Array.from({ length: 200 }, newPathToken));
+  it('is an HMAC of the key and the period: 43 URL-safe characters, the same for every replica, new each period', () => {
+    const many = new Set(Array.from({ length: 200 }, (_, p) => pathToken(KEY, p)));
     expect(many.size).toBe(200);
     for (const t of many) expect(t).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(isPathToken(A)).toBe(true);
-  });
-
-  it('is read from a Secret only when well-formed', () => {
-    expect(pathTokenIn({ [PATH_TOKEN_KEY]: b64(A) })).toBe(A);
-    expect(pathTokenIn(undefined)).toBeUndefined();
-    expect(pathTokenIn({})).toBeUndefined();
-    expect(pathTokenIn({ [PATH_TOKEN_KEY]: b64('short') })).toBeUndefined();
-    expect(pathTokenIn({ [PATH_TOKEN_KEY]: b64(`${A.slice(0, 42)}/`) })).toBeUndefined();
-    expect(pathTokenIn({ [PATH_TOKEN_KEY]: b64(`${A}\n`) })).toBeUndefined();
+    expect(pathToken(Buffer.alloc(32, 7), 1)).toBe(A);
+    expect(pathToken(Buffer.alloc(32, 8), 1)).not.toBe(A);
   });
 
   it('admits a request path only behind one of the current tokens', () => {
@@ -156,74 +139,32 @@ describe('webhookPathPatch', () => {
 });
 
 describe('rotation', () => {
-  const t0 = new Date('2026-12-06T12:00:00Z');
-  const at = (s: number) => new Date(t0.getTime() + s * 1000);
-  const hourly = pathTokenTiming(3_600_000);
+  const H = 3_600_000;
+  const hourly = pathTokenClock(H);
+  const t = (p: number) => pathToken(KEY, p);
 
-  it('timing: publish after min(10 s, a quarter), previous accepted min(5 min, half); 0 never rotates', () => {
-    expect(hourly).toEqual({ rotationMs: 3_600_000, publishAfterMs: 10_000, graceMs: 300_000 });
-    expect(pathTokenTiming(40_000)).toEqual({ rotationMs: 40_000, publishAfterMs: 10_000, graceMs: 20_000 });
-    expect(pathTokenTiming(8_000)).toEqual({ rotationMs: 8_000, publishAfterMs: 2_000, graceMs: 4_000 });
-    expect(pathTokenTiming(0)).toEqual({ rotationMs: 0, publishAfterMs: 10_000, graceMs: 300_000 });
+  it('timing: previous accepted min(5 min, half), next min(30 s, a quarter) early; 0 never rotates', () => {
+    expect(hourly).toEqual({ rotationMs: H, graceMs: 300_000, skewMs: 30_000 });
+    expect(pathTokenClock(40_000)).toEqual({ rotationMs: 40_000, graceMs: 20_000, skewMs: 10_000 });
+    expect(pathTokenPeriod(5 * H + 1, hourly)).toBe(5);
+    expect(pathTokenPeriod(5 * H + 1, pathTokenClock(0))).toBe(0);
+    expect(acceptedPathTokens(KEY, 5 * H, pathTokenClock(0), false)).toEqual([t(0)]);
+    expect(pathTokenChangeAt(5 * H, pathTokenClock(0))).toBeUndefined();
   });
 
-  it('a first token, then the next one every period; the state reads back what was written', () => {
-    const empty = pathTokenState({});
-    expect(empty).toEqual({ current: undefined, previous: undefined, issuedAt: undefined });
-    expect(pathTokenDue(empty, t0, hourly)).toBe('add');
-    const first = pathTokenState(nextPathTokenData(empty, t0, A));
-    expect(first).toEqual({ current: A, previous: undefined, issuedAt: t0 });
-    expect(pathTokenDue(first, at(3599), hourly)).toBeUndefined();
-    expect(pathTokenDue(first, at(3600), hourly)).toBe('rotate');
-    expect(pathTokenDue(first, at(99_999), pathTokenTiming(0))).toBeUndefined();
-    const second = pathTokenState(nextPathTokenData(first, at(3600), B));
-    expect(second).toEqual({ current: B, previous: A, issuedAt: at(3600) });
-    // A token without a recorded issue time (or an unreadable one) is due at once.
-    expect(pathTokenDue(pathTokenState({ [PATH_TOKEN_KEY]: b64(A) }), t0, hourly)).toBe('rotate');
-    expect(
-      pathTokenDue(pathTokenState({ [PATH_TOKEN_KEY]: b64(A), [PATH_TOKEN_ISSUED_KEY]: b64('yesterday') }), t0, hourly),
-    ).toBe('rotate');
-    expect(
-      pathTokenState({ [PATH_TOKEN_KEY]: b64(A), [PATH_TOKEN_PREVIOUS_KEY]: b64('junk') }).previous,
-    ).toBeUndefined();
+  it('accepts the previous token through the grace (longer until published here) and the next within the skew', () => {
+    expect(acceptedPathTokens(KEY, 5 * H, hourly, true)).toEqual([t(5), t(4)]);
+    expect(acceptedPathTokens(KEY, 5 * H + 299_999, hourly, true)).toEqual([t(5), t(4)]);
+    expect(acceptedPathTokens(KEY, 5 * H + 300_000, hourly, true)).toEqual([t(5)]);
+    expect(acceptedPathTokens(KEY, 5 * H + 300_000, hourly, false)).toEqual([t(5), t(4)]);
+    expect(acceptedPathTokens(KEY, 6 * H - 30_001, hourly, true)).toEqual([t(5)]);
+    expect(acceptedPathTokens(KEY, 6 * H - 30_000, hourly, true)).toEqual([t(5), t(6)]);
   });
 
-  it('a replica times the overlap on its own clock: publish after publishAfter, previous accepted through the grace', () => {
-    const ms = (x: number) => t0.getTime() + x * 1000;
-    // A first token: nothing to replace, published at once.
-    const first = learnPathToken(undefined, { current: A, previous: undefined, issuedAt: t0 }, ms(0))!;
-    expect(first).toEqual({ current: A, seenAtMs: ms(0), published: false, fresh: true });
-    expect(publishCurrentNow(first, ms(0), hourly)).toBe(true);
-    expect(acceptedPathTokens(first, ms(0), hourly)).toEqual([A]);
-    // The same token read again changes nothing.
-    expect(learnPathToken(first, { current: A, previous: undefined, issuedAt: t0 }, ms(50))).toBe(first);
-    // Rotated by another replica whose clock is an hour ahead: the times are this replica's.
-    const skewed = { current: B, previous: A, issuedAt: at(7200) };
-    const next = { ...learnPathToken({ ...first, published: true }, skewed, ms(100))!, published: false };
-    expect(next).toEqual({ current: B, previous: A, seenAtMs: ms(100), published: false, fresh: false });
-    expect(publishCurrentNow(next, ms(109), hourly)).toBe(false);
-    expect(publishCurrentNow(next, ms(110), hourly)).toBe(true);
-    expect(acceptedPathTokens(next, ms(100), hourly)).toEqual([B, A]);
-    // Past the grace, the previous stays accepted until this replica's publication of B succeeded.
-    expect(acceptedPathTokens(next, ms(500), hourly)).toEqual([B, A]);
-    expect(acceptedPathTokens({ ...next, published: true }, ms(399), hourly)).toEqual([B, A]);
-    expect(acceptedPathTokens({ ...next, published: true }, ms(400), hourly)).toEqual([B]);
-    expect(acceptedPathTokens(undefined, ms(0), hourly)).toEqual([]);
-    // A Secret replaced wholesale (no previous in it): the token this replica had stands in for it.
-    expect(learnPathToken(next, { current: A, previous: undefined, issuedAt: t0 }, ms(600))).toEqual({
-      current: A,
-      previous: B,
-      seenAtMs: ms(600),
-      published: false,
-      fresh: false,
-    });
-    // Wakes: publication, end of grace (this replica's clock), the rotation due (the writer's issue time).
-    expect(pathTokenWakeAt(next, skewed, ms(100), hourly)).toEqual(new Date(ms(110)));
-    expect(pathTokenWakeAt(next, skewed, ms(110), hourly)).toEqual(new Date(ms(400)));
-    expect(pathTokenWakeAt(next, skewed, ms(400), hourly)).toEqual(at(10800));
-    expect(
-      pathTokenWakeAt(first, { current: A, previous: undefined, issuedAt: t0 }, ms(0), pathTokenTiming(0)),
-    ).toBeUndefined();
+  it('wakes when the accepted tokens change: end of grace, start of skew, next period', () => {
+    expect(pathTokenChangeAt(5 * H + 1, hourly)).toEqual(new Date(5 * H + 300_000));
+    expect(pathTokenChangeAt(5 * H + 300_000, hourly)).toEqual(new Date(6 * H - 30_000));
+    expect(pathTokenChangeAt(6 * H - 30_000, hourly)).toEqual(new Date(6 * H));
   });
 
   it('the patch leaves a path behind a token still good as it is, never taking a newer one back', () => {

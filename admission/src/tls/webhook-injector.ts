@@ -1,0 +1,140 @@
+/**
+ * The one place that writes the webhook configurations in dynamic-serving mode: each webhook's caBundle
+ * (bundle-merge.ts in certs has the rule) and its path behind the current token (webhook-path.ts), in one
+ * JSON Patch per configuration. Each write is computed from a fresh read and carries a `test` of the
+ * resourceVersion and of every webhook's name, so two replicas writing at once never overwrite each
+ * other: the later write fails and is recomputed from what the earlier one left.
+ */
+import {
+  caBundlePatch,
+  certificatesIn,
+  describeRef,
+  mergeBundle,
+  trackUnwanted,
+  webhookPathPatch,
+  type CertificateInfo,
+  type JsonPatchOp,
+  type WebhookConfigurationClient,
+  type WebhookConfigurationRef,
+  type WebhookConfigurationView,
+} from '@kd-connections/certs';
+import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared/runtime';
+
+/** How long a CA stays published after the Secret stopped wanting it (see bundle-merge.ts in certs). */
+export const PRUNE_AFTER_MS = 20_000;
+const ATTEMPTS = 4;
+
+export interface Wanted {
+  trusted: readonly CertificateInfo[];
+  /** Only from a healthy Secret: a broken one says nothing reliable about which CAs are unwanted. */
+  allowPrune: boolean;
+  /** Paths: behind `token` (bare when undefined); a path behind one of `keep` is left as it is. Absent: paths left alone. */
+  paths?: { token: string | undefined; keep: readonly string[] };
+}
+
+export interface InjectResult {
+  ref: WebhookConfigurationRef;
+  /** False when the configuration does not exist (nothing to keep trusted there). */
+  exists: boolean;
+  /** The CAs its caBundle carries after this call. */
+  cas: CertificateInfo[];
+  /** CAs this call added. */
+  added: string[];
+  error?: string;
+}
+
+export class WebhookInjector {
+  private unwanted = new Map<string, number>();
+
+  constructor(
+    private readonly client: WebhookConfigurationClient,
+    readonly refs: readonly WebhookConfigurationRef[],
+    private readonly routeOf: (webhookName: string) => string | undefined,
+    private readonly o: { log: Logger; now: () => Date; pruneAfterMs?: number },
+  ) {}
+
+  /** The next moment an unwanted CA may leave a bundle. */
+  pruneDueAt(): Date | undefined {
+    const times = [...this.unwanted.values()].map((t) => t + (this.o.pruneAfterMs ?? PRUNE_AFTER_MS));
+    return times.length > 0 ? new Date(Math.min(...times)) : undefined;
+  }
+
+  async inject(wanted: Wanted): Promise<InjectResult[]> {
+    const results: InjectResult[] = [];
+    const published: CertificateInfo[] = [];
+    for (const ref of this.refs) {
+      const r = await this.injectOne(ref, wanted);
+      results.push(r);
+      published.push(...r.cas);
+    }
+    if (wanted.allowPrune && results.every((r) => !r.error))
+      this.unwanted = trackUnwanted(this.unwanted, published, wanted.trusted, this.o.now().getTime());
+    return results;
+  }
+
+  private async injectOne(ref: WebhookConfigurationRef, wanted: Wanted): Promise<InjectResult> {
+    const what = describeRef(ref);
+    // An API error may quote the path it refused; errors reach logs, events and /readyz.
+    const redacted = (e: unknown) => {
+      let m = errorMessage(e);
+      for (const t of [wanted.paths?.token, ...(wanted.paths?.keep ?? [])]) if (t) m = m.replaceAll(t, '<token>');
+      return m;
+    };
+    for (let attempt = 1; ; attempt++) {
+      let view: WebhookConfigurationView;
+      try {
+        view = await this.client.read(ref);
+      } catch (e) {
+        if (errorStatus(e) === 404) return { ref, exists: false, cas: [], added: [] };
+        return { ref, exists: true, cas: [], added: [], error: `${what}: cannot read: ${redacted(e)}` };
+      }
+      const webhooks = view.webhooks ?? [];
+      const bundles = webhooks.map((w) => w.clientConfig?.caBundle);
+      const published = certificatesIn(...bundles.map((b) => (b ? Buffer.from(b, 'base64').toString('utf8') : '')));
+      const merge = mergeBundle(published, wanted.trusted, {
+        now: this.o.now(),
+        unwantedSince: this.unwanted,
+        pruneAfterMs: this.o.pruneAfterMs ?? PRUNE_AFTER_MS,
+        allowPrune: wanted.allowPrune,
+      });
+      const caBundle = Buffer.from(merge.pem, 'utf8').toString('base64');
+      // Never an empty bundle: the API server would fall back to the system roots.
+      const caOps =
+        merge.cas.length > 0 && bundles.some((b) => b !== caBundle)
+          ? caBundlePatch(
+              webhooks.map((w) => w.name),
+              caBundle,
+            )
+          : [];
+      const paths = wanted.paths
+        ? webhookPathPatch(view, wanted.paths.token, this.routeOf, wanted.paths.keep)
+        : undefined;
+      if (paths?.unknown.length && attempt === 1)
+        this.o.log.warn('webhooks without a known route or with a path not ours keep it', {
+          configuration: what,
+          webhooks: paths.unknown,
+        });
+      const ops = [...caOps, ...(paths?.ops ?? [])];
+      const cas = merge.cas.length > 0 ? merge.cas : published;
+      if (ops.length === 0) return { ref, exists: true, cas, added: [] };
+      const rv = view.metadata?.resourceVersion;
+      const test: JsonPatchOp[] = rv ? [{ op: 'test', path: '/metadata/resourceVersion', value: rv }] : [];
+      try {
+        await this.client.patch(ref, [...test, ...ops]);
+      } catch (e) {
+        if (isConflict(e) && attempt < ATTEMPTS) continue;
+        return { ref, exists: true, cas: published, added: [], error: `${what}: cannot write: ${redacted(e)}` };
+      }
+      const added = caOps.length > 0 ? merge.added : [];
+      // The token is never logged: the log is readable by more people than the configurations.
+      this.o.log.info('webhook configuration updated', {
+        configuration: what,
+        cas: merge.cas.map((c) => c.fingerprint256.slice(0, 23)),
+        added: added.length,
+        removed: caOps.length > 0 ? merge.removed.length : 0,
+        paths: paths?.changed ?? [],
+      });
+      return { ref, exists: true, cas, added };
+    }
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * The CA Secret of dynamic serving (cert-manager's webhook model): one kubernetes.io/tls Secret holds the
+ * CA from which every admission replica signs its own serving certificate, in memory. Pure: what the Secret
+ * holds, whether it needs a write, the data after one, and which CAs the webhooks must trust. Time is an
+ * argument, so every rule is unit-tested with pinned clocks.
+ *
+ *   tls.crt, tls.key   the CA (the Secret type requires these two keys); ca.crt repeats the certificate
+ *   ca-previous.crt    CAs a rotation replaced: trusted while a leaf they signed may still be served
+ *   webhook-path-key   the secret webhook path tokens are derived from (webhook-path.ts)
+ *
+ * A leaf is signed by whichever CA its replica read last, and lives at most `servingLifetimeMs`; a replica
+ * reading the Secret just before a rotation may sign one more leaf from the old CA. So a previous CA stays
+ * trusted until the rotation (the new CA's notBefore, which is backdated by at most BACKDATE_MS) plus
+ * BACKDATE_MS plus one serving lifetime — or until it expires, if sooner.
+ */
+import { randomBytes } from 'node:crypto';
+import { BACKDATE_MS, type CertPair } from './generate.js';
+import { keyMatchesCertificate, parseCertificates, splitPemBlocks, type CertificateInfo } from './inspect.js';
+
+export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
+
+export const CA_SECRET_KEYS = {
+  cert: 'tls.crt',
+  key: 'tls.key',
+  caCert: 'ca.crt',
+  previous: 'ca-previous.crt',
+  pathKey: 'webhook-path-key',
+} as const;
+
+/** Keys an earlier version (a shared serving pair) kept; a rotation drops them. */
+const LEGACY_KEYS = [
+  'ca.key',
+  'tls-previous.crt',
+  'webhook-path-token',
+  'webhook-path-token-previous',
+  'webhook-path-token-issued',
+];
+
+/** The parts of a Secret dynamic serving reads (data is base64, as the API returns it). */
+export interface SecretObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name?: string; namespace?: string; resourceVersion?: string; uid?: string; [k: string]: unknown };
+  type?: string;
+  immutable?: boolean;
+  data?: Record<string, string>;
+}
+
+export interface CASecret {
+  /** The CA, when tls.crt is a CA certificate and tls.key its key. */
+  ca?: CertPair & { info: CertificateInfo };
+  /** What is wrong with the CA (empty when `ca` is set). */
+  problems: string[];
+  /** Every other CA certificate the Secret names (ca-previous.crt, an older ca.crt), each once. */
+  previous: CertificateInfo[];
+  pathKey?: Buffer;
+}
+
+const text = (data: Record<string, string> | undefined, key: string) =>
+  data?.[key] === undefined ? undefined : Buffer.from(data[key], 'base64').toString('utf8');
+
+/** Every certificate in the texts that parses, each once; the rest is skipped (callers judge what is missing). */
+export function certificatesIn(...texts: (string | undefined)[]): CertificateInfo[] {
+  const out: CertificateInfo[] = [];
+  for (const block of texts.flatMap((t) => splitPemBlocks(t ?? ''))) {
+    try {
+      const c = parseCertificates(block.pem)[0]!;
+      if (!out.some((o) => o.fingerprint256 === c.fingerprint256)) out.push(c);
+    } catch {
+      /* skipped, see above */
+    }
+  }
+  return out;
+}
+
+export function readCASecret(secret: SecretObject | undefined): CASecret {
+  const data = secret?.data;
+  const certPem = text(data, CA_SECRET_KEYS.cert);
+  const keyPem = text(data, CA_SECRET_KEYS.key);
+  const problems: string[] = [];
+  let info: CertificateInfo | undefined;
+  if (!certPem?.trim() || !keyPem?.trim()) problems.push(`${CA_SECRET_KEYS.cert} or ${CA_SECRET_KEYS.key} is empty`);
+  else {
+    try {
+      info = parseCertificates(certPem, CA_SECRET_KEYS.cert)[0]!;
+      if (!info.isCA) problems.push(`${CA_SECRET_KEYS.cert} is not a CA certificate (basicConstraints cA is not set)`);
+      else if (!keyMatchesCertificate(keyPem, info)) problems.push(`${CA_SECRET_KEYS.key} is not the key of the CA`);
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  }
+  const ca = info && problems.length === 0 ? { certPem: info.pem, keyPem: keyPem!, info } : undefined;
+  const previous = certificatesIn(
+    text(data, CA_SECRET_KEYS.previous),
+    text(data, CA_SECRET_KEYS.caCert),
+    certPem,
+  ).filter((c) => c.isCA && c.fingerprint256 !== ca?.info.fingerprint256);
+  const rawKey = data?.[CA_SECRET_KEYS.pathKey];
+  const pathKey = rawKey === undefined ? undefined : Buffer.from(rawKey, 'base64');
+  return { ...(ca ? { ca } : {}), problems, previous, ...(pathKey && pathKey.length >= 32 ? { pathKey } : {}) };
+}
+
+/** When a certificate is due for renewal: two thirds of the way from notBefore to notAfter. */
+export function renewAt(c: Pick<CertificateInfo, 'notBefore' | 'notAfter'>): Date {
+  const from = c.notBefore.getTime();
+  return new Date(from + ((c.notAfter.getTime() - from) * 2) / 3);
+}
+
+export interface CAPlan {
+  /** Write a new CA (the Secret is absent, its CA unusable, expired or due), or only a path key, or nothing. */
+  write: 'new-ca' | 'path-key' | undefined;
+  /** Why, one sentence each, for logs and events. */
+  reasons: string[];
+  /** The reasons mean damage (reported as a Warning), not routine renewal. */
+  damaged: boolean;
+}
+
+export function planCA(secret: SecretObject | undefined, s: CASecret, now: Date): CAPlan {
+  if (!secret) return { write: 'new-ca', reasons: ['the Secret does not exist'], damaged: false };
+  const empty = Object.values(CA_SECRET_KEYS).every((k) => !secret.data?.[k]);
+  if (!s.ca) return { write: 'new-ca', reasons: s.problems, damaged: !empty };
+  const t = now.getTime();
+  const info = s.ca.info;
+  if (t >= info.notAfter.getTime())
+    return { write: 'new-ca', reasons: [`the CA expired at ${info.notAfter.toISOString()}`], damaged: true };
+  if (t < info.notBefore.getTime())
+    return { write: 'new-ca', reasons: [`the CA is not valid before ${info.notBefore.toISOString()}`], damaged: true };
+  if (t >= renewAt(info).getTime())
+    return { write: 'new-ca', reasons: [`the CA expires at ${info.notAfter.toISOString()}`], damaged: false };
+  if (!s.pathKey) return { write: 'path-key', reasons: [`${CA_SECRET_KEYS.pathKey} is missing`], damaged: false };
+  return { write: undefined, reasons: [], damaged: false };
+}
+
+/** Until when a previous CA must stay trusted (see the file comment). */
+export function previousTrustedUntil(prev: CertificateInfo, current: CertificateInfo, servingLifetimeMs: number): Date {
+  const rotated = current.notBefore.getTime() + BACKDATE_MS;
+  return new Date(Math.min(prev.notAfter.getTime(), rotated + servingLifetimeMs));
+}
+
+/** The CAs the webhooks must trust for this Secret now: its CA first, then previous CAs still needed. */
+export function trustedCAs(s: CASecret, now: Date, servingLifetimeMs: number): CertificateInfo[] {
+  if (!s.ca) return [];
+  const current = s.ca.info;
+  return [current, ...s.previous.filter((p) => previousTrustedUntil(p, current, servingLifetimeMs) > now)];
+}
+
+/**
+ * The Secret's data after a write: `newCA` (or the CA it holds) and its path key (or a new one), the CAs
+ * still needed as previous ones, and every key dynamic serving does not own carried over.
+ */
+export function caSecretData(
+  secret: SecretObject | undefined,
+  s: CASecret,
+  o: { newCA?: CertPair; now: Date; servingLifetimeMs: number },
+): Record<string, string> {
+  const b64 = (v: string | Buffer) => Buffer.from(v).toString('base64');
+  const ca = o.newCA ?? s.ca!;
+  const current = parseCertificates(ca.certPem, 'new CA')[0]!;
+  const candidates = o.newCA && s.ca ? [s.ca.info, ...s.previous] : s.previous;
+  const previous = candidates.filter(
+    (p) => p.fingerprint256 !== current.fingerprint256 && previousTrustedUntil(p, current, o.servingLifetimeMs) > o.now,
+  );
+  const data: Record<string, string> = { ...secret?.data };
+  for (const k of [...Object.values(CA_SECRET_KEYS), ...LEGACY_KEYS]) delete data[k];
+  data[CA_SECRET_KEYS.cert] = b64(ca.certPem);
+  data[CA_SECRET_KEYS.key] = b64(ca.keyPem);
+  data[CA_SECRET_KEYS.caCert] = b64(ca.certPem);
+  if (previous.length > 0) data[CA_SECRET_KEYS.previous] = b64(previous.map((c) => c.pem).join(''));
+  data[CA_SECRET_KEYS.pathKey] = b64(s.pathKey ?? randomBytes(32));
+  return data;
+}
