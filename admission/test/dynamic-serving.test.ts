@@ -197,14 +197,24 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /** A Secret as another replica (or, with `legacy`, an earlier version sharing one leaf) would have written it. */
 function othersSecret(legacy = false): SecretObject {
-  const ca = createCA({ keyBits: BITS, commonName: 'winner' });
-  const leaf = createServingCert({ ca, service: { name: 'svc', namespace: NS }, keyBits: BITS });
+  // 0.1.0's Secret is read on the tests' pinned clock (hours after the epoch).
+  const when = legacy ? { now: new Date(0), lifetimeMs: 100 * HOUR } : {};
+  const ca = createCA({ keyBits: BITS, commonName: 'winner', ...when });
+  const leaf = createServingCert({ ca, service: { name: 'svc', namespace: NS }, keyBits: BITS, ...when });
   const data: Record<string, string> = legacy
-    ? { 'tls.crt': b64(leaf.certPem), 'tls.key': b64(leaf.keyPem), 'ca.crt': b64(ca.certPem), 'ca.key': b64(ca.keyPem) }
+    ? {
+        'tls.crt': b64(leaf.certPem),
+        'tls.key': b64(leaf.keyPem),
+        'ca.crt': b64(ca.certPem),
+        'ca.key': b64(ca.keyPem),
+        'webhook-path-token': b64('L'.repeat(43)),
+        'webhook-path-token-issued': b64(new Date(10 * HOUR).toISOString()),
+      }
     : {
+        'ca.crt': b64(ca.certPem),
+        'ca.key': b64(ca.keyPem),
         'tls.crt': b64(ca.certPem),
         'tls.key': b64(ca.keyPem),
-        'ca.crt': b64(ca.certPem),
         'webhook-path-key': b64('k'.repeat(32)),
       };
   return {
@@ -222,7 +232,7 @@ describe('DynamicServingSource', () => {
     await src.start(sink);
     src.stop();
     expect(api.secret?.type).toBe('kubernetes.io/tls');
-    const ca = inspectCertificate(api.secretPem('tls.crt'));
+    const ca = inspectCertificate(api.secretPem('ca.crt'));
     expect(ca.isCA).toBe(true);
     expect(fp(api.secretPem('ca.crt'))).toBe(ca.fingerprint256);
     expect(Buffer.from(api.secret!.data!['webhook-path-key']!, 'base64')).toHaveLength(32);
@@ -252,7 +262,7 @@ describe('DynamicServingSource', () => {
     expect(api.calls.filter((c) => c.method !== 'GET')).toHaveLength(writes);
     expect(two.installed).toHaveLength(1);
     expect(two.installed[0]).not.toBe(one.installed[0]);
-    expect(isIssuedBy(two.last, api.secretPem('tls.crt'))).toBe(true);
+    expect(isIssuedBy(two.last, api.secretPem('ca.crt'))).toBe(true);
   });
 
   it('losing the create race: signs from the winner CA', async () => {
@@ -267,8 +277,8 @@ describe('DynamicServingSource', () => {
     await src.start(sink);
     src.stop();
     expect(api.secretWrites().map((c) => [c.method, c.status])).toEqual([['POST', 409]]);
-    expect(isIssuedBy(sink.last, api.secretPem('tls.crt'))).toBe(true);
-    expect(api.bundle()).toEqual([fp(api.secretPem('tls.crt'))]);
+    expect(isIssuedBy(sink.last, api.secretPem('ca.crt'))).toBe(true);
+    expect(api.bundle()).toEqual([fp(api.secretPem('ca.crt'))]);
   });
 
   it('signs only after the CA has been in every caBundle for the propagation delay', async () => {
@@ -309,14 +319,14 @@ describe('DynamicServingSource', () => {
     const sink = new Sink();
     const src = source(api, { servingLifetimeMs: 60_000, caLifetimeMs: 3_000_000, now: () => now });
     await src.start(sink);
-    const oldCA = fp(api.secretPem('tls.crt'));
+    const oldCA = fp(api.secretPem('ca.crt'));
     now = new Date(now.getTime() + 2_001_000);
     await src.reconcile();
-    const newCA = fp(api.secretPem('tls.crt'));
+    const newCA = fp(api.secretPem('ca.crt'));
     expect(newCA).not.toBe(oldCA);
     expect(splitPemBlocks(api.secretPem('ca-previous.crt')).map((b) => fp(b.pem))).toEqual([oldCA]);
     expect(api.bundle()).toEqual([newCA, oldCA]);
-    expect(isIssuedBy(sink.last, api.secretPem('tls.crt'))).toBe(true);
+    expect(isIssuedBy(sink.last, api.secretPem('ca.crt'))).toBe(true);
     expect(api.events.map((e) => e.reason)).toEqual(['CACreated', 'CARotated']);
     // The new CA's notBefore (backdated 5 min) + 5 min + one serving lifetime: the old CA is no longer wanted…
     now = new Date(now.getTime() + 61_000);
@@ -347,8 +357,8 @@ describe('DynamicServingSource', () => {
       ['POST', 201],
       ['PATCH', 422],
     ]);
-    expect(isIssuedBy(sink.last, api.secretPem('tls.crt'))).toBe(true);
-    expect(api.secretPem('tls.crt')).toBe(Buffer.from(theirs.data!['tls.crt']!, 'base64').toString());
+    expect(isIssuedBy(sink.last, api.secretPem('ca.crt'))).toBe(true);
+    expect(api.secretPem('ca.crt')).toBe(Buffer.from(theirs.data!['ca.crt']!, 'base64').toString());
   });
 
   it('an immutable broken Secret: reported, retried, not ready once the served leaf expires', async () => {
@@ -358,7 +368,7 @@ describe('DynamicServingSource', () => {
     const src = source(api, { servingLifetimeMs: 60_000, now: () => now });
     await src.start(sink);
     api.secret!.immutable = true;
-    api.secret!.data!['tls.crt'] = b64('garbage');
+    api.secret!.data!['ca.crt'] = b64('garbage');
     await src.reconcile();
     expect(api.secretWrites().map((c) => [c.method, c.status])).toEqual([['POST', 201]]);
     expect(src.notReadyReasons()).toEqual([]);
@@ -377,23 +387,36 @@ describe('DynamicServingSource', () => {
     expect(sink.installed).toHaveLength(1);
   });
 
-  it("an earlier version's Secret (one shared leaf) becomes a CA Secret; its CA stays trusted as a previous one", async () => {
+  it("0.1.0's Secret: the same CA, the 0.1.0 token kept published and accepted until no 0.1.0 replica can be left", async () => {
     const api = new FakeApi();
     api.secret = othersSecret(true);
-    const oldCA = fp(api.secretPem('ca.crt'));
+    const legacy = 'L'.repeat(43);
+    const ca = api.secretPem('ca.crt');
+    api.config.webhooks[0]!.clientConfig.url = `https://127.0.0.1:1/t/${legacy}/a`;
+    api.config.webhooks[0]!.clientConfig.caBundle = b64(ca);
+    let now = 10 * HOUR + 60_000;
     const sink = new Sink();
-    const src = source(api);
+    const src = source(api, { pathToken: true, now: () => new Date(now) });
     await src.start(sink);
-    src.stop();
-    const ca = inspectCertificate(api.secretPem('tls.crt'));
-    expect(ca.isCA).toBe(true);
-    expect(api.secret.data!['ca.key']).toBeUndefined();
-    expect(api.bundle()).toEqual([ca.fingerprint256, oldCA]);
+    // One write: the path key added, the CA and 0.1.0's token untouched; 0.1.0's path left as it is.
+    expect(api.secretWrites().map((c) => [c.method, c.status])).toEqual([['PATCH', 200]]);
+    expect(fp(api.secretPem('ca.crt'))).toBe(fp(ca));
+    expect(api.secretPem('webhook-path-token')).toBe(legacy);
+    expect(api.bundle()).toEqual([fp(ca)]);
     expect(isIssuedBy(sink.last, ca)).toBe(true);
-    expect(api.events.map((e) => [e.type, e.reason])).toEqual([
-      ['Warning', 'CertificateSecretInvalid'],
-      ['Normal', 'CARepaired'],
-    ]);
+    expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${legacy}/a`);
+    expect(src.pathTokens()).toContain(legacy);
+    // Two hours after 0.1.0 last issued it, the token goes and the derived one is published.
+    now = 12 * HOUR;
+    await src.reconcile();
+    const t12 = pathToken(Buffer.from(api.secret.data!['webhook-path-key']!, 'base64'), 12);
+    expect(api.secret.data!['webhook-path-token']).toBeUndefined();
+    expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${t12}/a`);
+    expect(api.events.map((e) => e.reason)).toEqual(['PathKeyAdded', 'LegacyPathTokenRemoved']);
+    expect(src.pathTokens()).toContain(legacy);
+    now += 60_000;
+    src.stop();
+    expect(src.pathTokens()).not.toContain(legacy);
   });
 
   it('puts the CA back when the configuration lost its caBundle (e.g. a helm upgrade), without writing the Secret', async () => {
@@ -403,7 +426,7 @@ describe('DynamicServingSource', () => {
     delete api.config.webhooks[0]!.clientConfig.caBundle;
     await src.reconcile();
     src.stop();
-    expect(api.bundle()).toEqual([fp(api.secretPem('tls.crt'))]);
+    expect(api.bundle()).toEqual([fp(api.secretPem('ca.crt'))]);
     expect(api.secretWrites()).toHaveLength(1);
   });
 
@@ -486,6 +509,30 @@ describe('DynamicServingSource', () => {
       off.stop();
       expect(paths(api)).toEqual(['https://127.0.0.1:1/a', '/b']);
       expect(off.pathTokens()).toEqual([]);
+    });
+
+    it('a Secret deleted: created again with a new key; the old tokens accepted until the new paths are out, plus a minute', async () => {
+      const api = new FakeApi();
+      let now = 10 * HOUR + 600_000;
+      const src = source(api, { pathToken: true, now: () => new Date(now) });
+      await src.start(new Sink());
+      const old = pathToken(key(api), 10);
+      api.secret = undefined;
+      api.refuseConfigPatch = true;
+      await src.reconcile();
+      const fresh = pathToken(key(api), 10);
+      expect(fresh).not.toBe(old);
+      expect(paths(api)).toEqual(tokenPaths(old));
+      now += 120_000;
+      expect(src.pathTokens()).toEqual(expect.arrayContaining([fresh, old]));
+      api.refuseConfigPatch = false;
+      await src.reconcile();
+      expect(paths(api)).toEqual(tokenPaths(fresh));
+      now += 59_000;
+      expect(src.pathTokens()).toContain(old);
+      now += 1_000;
+      src.stop();
+      expect(src.pathTokens()).toEqual([fresh]);
     });
 
     it('an immutable Secret without a path key: said so, retried, no review accepted', async () => {

@@ -4,9 +4,14 @@
  * holds, whether it needs a write, the data after one, and which CAs the webhooks must trust. Time is an
  * argument, so every rule is unit-tested with pinned clocks.
  *
- *   tls.crt, tls.key   the CA (the Secret type requires these two keys); ca.crt repeats the certificate
+ *   ca.crt, ca.key     the CA
+ *   tls.crt, tls.key   a copy of the CA (the Secret type requires these keys). Version 0.1.0's replicas kept
+ *                      one shared serving pair here, signed by the same ca.crt/ca.key: during an upgrade they
+ *                      still do, and both versions serve leaves of the one CA
  *   ca-previous.crt    CAs a rotation replaced: trusted while a leaf they signed may still be served
  *   webhook-path-key   the secret webhook path tokens are derived from (webhook-path.ts)
+ *   webhook-path-token, -previous, -issued   0.1.0's stored path token: accepted and kept published while
+ *                      a 0.1.0 replica may be running (LEGACY_TOKEN_MAX_AGE_MS), then removed
  *
  * A leaf is signed by whichever CA its replica read last, and lives at most `servingLifetimeMs`; a replica
  * reading the Secret just before a rotation may sign one more leaf from the old CA. So a previous CA stays
@@ -20,21 +25,25 @@ import { keyMatchesCertificate, parseCertificates, splitPemBlocks, type Certific
 export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
 
 export const CA_SECRET_KEYS = {
+  caCert: 'ca.crt',
+  caKey: 'ca.key',
   cert: 'tls.crt',
   key: 'tls.key',
-  caCert: 'ca.crt',
   previous: 'ca-previous.crt',
   pathKey: 'webhook-path-key',
 } as const;
 
-/** Keys an earlier version (a shared serving pair) kept; a rotation drops them. */
-const LEGACY_KEYS = [
-  'ca.key',
-  'tls-previous.crt',
-  'webhook-path-token',
-  'webhook-path-token-previous',
-  'webhook-path-token-issued',
-];
+const LEGACY_TOKEN = {
+  current: 'webhook-path-token',
+  previous: 'webhook-path-token-previous',
+  issued: 'webhook-path-token-issued',
+};
+
+/**
+ * 0.1.0's replicas replace their stored token every rotation period (default 1 h); one older than this has
+ * no 0.1.0 replica left to rotate it (a rollout does not take an hour), so it can go.
+ */
+export const LEGACY_TOKEN_MAX_AGE_MS = 2 * 3_600_000;
 
 /** The parts of a Secret dynamic serving reads (data is base64, as the API returns it). */
 export interface SecretObject {
@@ -54,6 +63,9 @@ export interface CASecret {
   /** Every other CA certificate the Secret names (ca-previous.crt, an older ca.crt), each once. */
   previous: CertificateInfo[];
   pathKey?: Buffer;
+  /** 0.1.0's stored path tokens (current first), and when the current one was issued. */
+  legacyTokens: string[];
+  legacyIssuedAt?: Date;
 }
 
 const text = (data: Record<string, string> | undefined, key: string) =>
@@ -75,29 +87,40 @@ export function certificatesIn(...texts: (string | undefined)[]): CertificateInf
 
 export function readCASecret(secret: SecretObject | undefined): CASecret {
   const data = secret?.data;
-  const certPem = text(data, CA_SECRET_KEYS.cert);
-  const keyPem = text(data, CA_SECRET_KEYS.key);
+  const certPem = text(data, CA_SECRET_KEYS.caCert);
+  const keyPem = text(data, CA_SECRET_KEYS.caKey);
   const problems: string[] = [];
   let info: CertificateInfo | undefined;
-  if (!certPem?.trim() || !keyPem?.trim()) problems.push(`${CA_SECRET_KEYS.cert} or ${CA_SECRET_KEYS.key} is empty`);
+  if (!certPem?.trim() || !keyPem?.trim())
+    problems.push(`${CA_SECRET_KEYS.caCert} or ${CA_SECRET_KEYS.caKey} is empty`);
   else {
     try {
-      info = parseCertificates(certPem, CA_SECRET_KEYS.cert)[0]!;
-      if (!info.isCA) problems.push(`${CA_SECRET_KEYS.cert} is not a CA certificate (basicConstraints cA is not set)`);
-      else if (!keyMatchesCertificate(keyPem, info)) problems.push(`${CA_SECRET_KEYS.key} is not the key of the CA`);
+      info = parseCertificates(certPem, CA_SECRET_KEYS.caCert)[0]!;
+      if (!info.isCA)
+        problems.push(`${CA_SECRET_KEYS.caCert} is not a CA certificate (basicConstraints cA is not set)`);
+      else if (!keyMatchesCertificate(keyPem, info)) problems.push(`${CA_SECRET_KEYS.caKey} is not the key of the CA`);
     } catch (e) {
       problems.push((e as Error).message);
     }
   }
   const ca = info && problems.length === 0 ? { certPem: info.pem, keyPem: keyPem!, info } : undefined;
-  const previous = certificatesIn(
-    text(data, CA_SECRET_KEYS.previous),
-    text(data, CA_SECRET_KEYS.caCert),
-    certPem,
-  ).filter((c) => c.isCA && c.fingerprint256 !== ca?.info.fingerprint256);
+  const previous = certificatesIn(text(data, CA_SECRET_KEYS.previous), certPem, text(data, CA_SECRET_KEYS.cert)).filter(
+    (c) => c.isCA && c.fingerprint256 !== ca?.info.fingerprint256,
+  );
   const rawKey = data?.[CA_SECRET_KEYS.pathKey];
   const pathKey = rawKey === undefined ? undefined : Buffer.from(rawKey, 'base64');
-  return { ...(ca ? { ca } : {}), problems, previous, ...(pathKey && pathKey.length >= 32 ? { pathKey } : {}) };
+  const legacyTokens = [LEGACY_TOKEN.current, LEGACY_TOKEN.previous]
+    .map((k) => text(data, k))
+    .filter((t): t is string => t !== undefined && /^[A-Za-z0-9_-]{43}$/.test(t));
+  const issued = Date.parse(text(data, LEGACY_TOKEN.issued) ?? '');
+  return {
+    ...(ca ? { ca } : {}),
+    problems,
+    previous,
+    ...(pathKey && pathKey.length >= 32 ? { pathKey } : {}),
+    legacyTokens,
+    ...(legacyTokens.length > 0 && !Number.isNaN(issued) ? { legacyIssuedAt: new Date(issued) } : {}),
+  };
 }
 
 /** When a certificate is due for renewal: two thirds of the way from notBefore to notAfter. */
@@ -107,8 +130,11 @@ export function renewAt(c: Pick<CertificateInfo, 'notBefore' | 'notAfter'>): Dat
 }
 
 export interface CAPlan {
-  /** Write a new CA (the Secret is absent, its CA unusable, expired or due), or only a path key, or nothing. */
-  write: 'new-ca' | 'path-key' | undefined;
+  /**
+   * Write a new CA (the Secret is absent, its CA unusable, expired or due), or only a path key, or only
+   * remove 0.1.0's path token, or nothing.
+   */
+  write: 'new-ca' | 'path-key' | 'drop-legacy-token' | undefined;
   /** Why, one sentence each, for logs and events. */
   reasons: string[];
   /** The reasons mean damage (reported as a Warning), not routine renewal. */
@@ -128,6 +154,10 @@ export function planCA(secret: SecretObject | undefined, s: CASecret, now: Date)
   if (t >= renewAt(info).getTime())
     return { write: 'new-ca', reasons: [`the CA expires at ${info.notAfter.toISOString()}`], damaged: false };
   if (!s.pathKey) return { write: 'path-key', reasons: [`${CA_SECRET_KEYS.pathKey} is missing`], damaged: false };
+  if (s.legacyTokens.length > 0 && (s.legacyIssuedAt?.getTime() ?? 0) + LEGACY_TOKEN_MAX_AGE_MS <= t) {
+    const reasons = ["0.1.0's webhook path token is no longer rotated by any replica"];
+    return { write: 'drop-legacy-token', reasons, damaged: false };
+  }
   return { write: undefined, reasons: [], damaged: false };
 }
 
@@ -146,12 +176,13 @@ export function trustedCAs(s: CASecret, now: Date, servingLifetimeMs: number): C
 
 /**
  * The Secret's data after a write: `newCA` (or the CA it holds) and its path key (or a new one), the CAs
- * still needed as previous ones, and every key dynamic serving does not own carried over.
+ * still needed as previous ones, and every key dynamic serving does not own carried over — 0.1.0's path
+ * token too, unless `dropLegacyToken`.
  */
 export function caSecretData(
   secret: SecretObject | undefined,
   s: CASecret,
-  o: { newCA?: CertPair; now: Date; servingLifetimeMs: number },
+  o: { newCA?: CertPair; now: Date; servingLifetimeMs: number; dropLegacyToken?: boolean },
 ): Record<string, string> {
   const b64 = (v: string | Buffer) => Buffer.from(v).toString('base64');
   const ca = o.newCA ?? s.ca!;
@@ -161,10 +192,10 @@ export function caSecretData(
     (p) => p.fingerprint256 !== current.fingerprint256 && previousTrustedUntil(p, current, o.servingLifetimeMs) > o.now,
   );
   const data: Record<string, string> = { ...secret?.data };
-  for (const k of [...Object.values(CA_SECRET_KEYS), ...LEGACY_KEYS]) delete data[k];
-  data[CA_SECRET_KEYS.cert] = b64(ca.certPem);
-  data[CA_SECRET_KEYS.key] = b64(ca.keyPem);
-  data[CA_SECRET_KEYS.caCert] = b64(ca.certPem);
+  for (const k of [...Object.values(CA_SECRET_KEYS), ...(o.dropLegacyToken ? Object.values(LEGACY_TOKEN) : [])])
+    delete data[k];
+  data[CA_SECRET_KEYS.caCert] = data[CA_SECRET_KEYS.cert] = b64(ca.certPem);
+  data[CA_SECRET_KEYS.caKey] = data[CA_SECRET_KEYS.key] = b64(ca.keyPem);
   if (previous.length > 0) data[CA_SECRET_KEYS.previous] = b64(previous.map((c) => c.pem).join(''));
   data[CA_SECRET_KEYS.pathKey] = b64(s.pathKey ?? randomBytes(32));
   return data;

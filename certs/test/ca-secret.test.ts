@@ -26,9 +26,10 @@ const secret = (data: Record<string, string>, extra: Partial<SecretObject> = {})
   ...extra,
 });
 const healthy = secret({
+  'ca.crt': b64(ca1.certPem),
+  'ca.key': b64(ca1.keyPem),
   'tls.crt': b64(ca1.certPem),
   'tls.key': b64(ca1.keyPem),
-  'ca.crt': b64(ca1.certPem),
   'webhook-path-key': b64(Buffer.alloc(32, 1)),
   'user-key': b64('kept'),
 });
@@ -53,12 +54,12 @@ describe('readCASecret and planCA', () => {
     });
     const empty = secret({});
     expect(planCA(empty, readCASecret(empty), T0)).toMatchObject({ write: 'new-ca', damaged: false });
-    const garbage = secret({ ...healthy.data, 'tls.crt': b64('garbage') });
+    const garbage = secret({ ...healthy.data, 'ca.crt': b64('garbage') });
     expect(planCA(garbage, readCASecret(garbage), T0)).toMatchObject({ write: 'new-ca', damaged: true });
-    const wrongKey = secret({ ...healthy.data, 'tls.key': b64(ca2.keyPem) });
+    const wrongKey = secret({ ...healthy.data, 'ca.key': b64(ca2.keyPem) });
     expect(planCA(wrongKey, readCASecret(wrongKey), T0)).toEqual({
       write: 'new-ca',
-      reasons: ['tls.key is not the key of the CA'],
+      reasons: ['ca.key is not the key of the CA'],
       damaged: true,
     });
     const noKey = secret({ ...healthy.data, 'webhook-path-key': b64('short') });
@@ -67,17 +68,27 @@ describe('readCASecret and planCA', () => {
 });
 
 describe('caSecretData and trustedCAs', () => {
-  it('a rotation keeps the old CA as previous, drops legacy keys, keeps the path key and keys not ours', () => {
-    const legacy = secret({ ...healthy.data, 'ca.key': b64(ca1.keyPem), 'tls-previous.crt': b64('x') });
-    const data = caSecretData(legacy, readCASecret(legacy), { newCA: ca2, now: at(2000), servingLifetimeMs: 60_000 });
+  it('a rotation keeps the old CA as previous, the path key, and every key not its own', () => {
+    const before = secret({ ...healthy.data, 'tls-previous.crt': b64('x') });
+    const data = caSecretData(before, readCASecret(before), { newCA: ca2, now: at(2000), servingLifetimeMs: 60_000 });
     expect(Object.keys(data).sort()).toEqual(
-      ['ca-previous.crt', 'ca.crt', 'tls.crt', 'tls.key', 'user-key', 'webhook-path-key'].sort(),
+      [
+        'ca-previous.crt',
+        'ca.crt',
+        'ca.key',
+        'tls-previous.crt',
+        'tls.crt',
+        'tls.key',
+        'user-key',
+        'webhook-path-key',
+      ].sort(),
     );
+    expect(data['tls.crt']).toBe(data['ca.crt']);
     const s = readCASecret(secret(data));
     expect(s.ca?.info.fingerprint256).toBe(fp(ca2.certPem));
     expect(s.previous.map((c) => c.fingerprint256)).toEqual([fp(ca1.certPem)]);
     expect(s.pathKey).toEqual(Buffer.alloc(32, 1));
-    // Trusted until the new CA's notBefore (backdated 5 min) + 5 min + one serving lifetime.
+    // Trusted until the new CA's notBefore (backdated 5 min) + 5 min + one serving lifetime…
     expect(trustedCAs(s, at(2059), 60_000).map((c) => c.fingerprint256)).toEqual([fp(ca2.certPem), fp(ca1.certPem)]);
     expect(trustedCAs(s, at(2060), 60_000).map((c) => c.fingerprint256)).toEqual([fp(ca2.certPem)]);
     // …or until it expires, if sooner.
@@ -85,13 +96,41 @@ describe('caSecretData and trustedCAs', () => {
     expect(trustedCAs(s, at(3000), 3_600_000)).toHaveLength(1);
   });
 
-  it("an earlier version's Secret (tls.crt a leaf, ca.crt the CA): its CA becomes a previous one", () => {
-    const leafSecret = secret({ 'tls.crt': b64('not a CA'), 'ca.crt': b64(ca1.certPem), 'ca.key': b64(ca1.keyPem) });
-    const s = readCASecret(leafSecret);
+  it("0.1.0's Secret (a shared leaf in tls.crt, a stored path token): same CA, a path key added, the token kept until 2 h old", () => {
+    const token = 'A'.repeat(43);
+    const long = createCA({ keyBits: 1024, lifetimeMs: 100 * 3_600_000, now: T0 });
+    const old = secret({
+      'ca.crt': b64(long.certPem),
+      'ca.key': b64(long.keyPem),
+      'tls.crt': b64('a 0.1.0 leaf'),
+      'tls.key': b64('its key'),
+      'webhook-path-token': b64(token),
+      'webhook-path-token-previous': b64('not a token'),
+      'webhook-path-token-issued': b64(T0.toISOString()),
+    });
+    const s = readCASecret(old);
+    expect(s.ca?.info.fingerprint256).toBe(fp(long.certPem));
+    expect(s.legacyTokens).toEqual([token]);
+    expect(s.legacyIssuedAt).toEqual(T0);
+    expect(planCA(old, s, at(10))).toMatchObject({ write: 'path-key' });
+    const withKey = secret(caSecretData(old, s, { now: at(10), servingLifetimeMs: 60_000 }));
+    const k = readCASecret(withKey);
+    expect(k.legacyTokens).toEqual([token]);
+    expect(planCA(withKey, k, at(7199)).write).toBeUndefined();
+    expect(planCA(withKey, k, at(7200)).write).toBe('drop-legacy-token');
+    const dropped = caSecretData(withKey, k, { now: at(7200), servingLifetimeMs: 60_000, dropLegacyToken: true });
+    expect(Object.keys(dropped).filter((x) => x.startsWith('webhook-path-token'))).toEqual([]);
+    expect(readCASecret(secret(dropped)).pathKey).toEqual(k.pathKey);
+  });
+
+  it('a CA Secret without a usable CA: every CA certificate it names becomes a previous one', () => {
+    const broken = secret({ 'ca.crt': b64(ca1.certPem), 'ca.key': b64('not a key'), 'tls.crt': b64(ca2.certPem) });
+    const s = readCASecret(broken);
     expect(s.ca).toBeUndefined();
-    expect(s.previous.map((c) => c.fingerprint256)).toEqual([fp(ca1.certPem)]);
-    const data = caSecretData(leafSecret, s, { newCA: ca2, now: at(10), servingLifetimeMs: 60_000 });
-    expect(readCASecret(secret(data)).previous.map((c) => c.fingerprint256)).toEqual([fp(ca1.certPem)]);
+    expect(s.previous.map((c) => c.subjectCN)).toEqual(['one', 'two']);
+    const ca3 = createCA({ keyBits: 1024, lifetimeMs: 3_000_000, now: at(10), commonName: 'three' });
+    const data = caSecretData(broken, s, { newCA: ca3, now: at(10), servingLifetimeMs: 60_000 });
+    expect(readCASecret(secret(data)).previous.map((c) => c.subjectCN)).toEqual(['one', 'two']);
     expect(Buffer.from(data['webhook-path-key']!, 'base64')).toHaveLength(32);
   });
 });

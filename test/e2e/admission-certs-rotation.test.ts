@@ -107,7 +107,7 @@ describe('rotation under load', () => {
         SECRET,
         '--type=json',
         '-p',
-        JSON.stringify([{ op: 'replace', path: '/data/tls.key', value: wrongKey }]),
+        JSON.stringify([{ op: 'replace', path: '/data/ca.key', value: wrongKey }]),
       ]),
       'replace the CA key',
     );

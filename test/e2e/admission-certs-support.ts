@@ -62,9 +62,9 @@ export const fingerprint = (pem: string): string => inspectCertificate(pem).fing
 
 export interface SecretState {
   resourceVersion: string;
-  /** The CA (tls.crt). */
+  /** The CA (ca.crt). */
   caPem: string;
-  /** tls.crt and ca-previous.crt: every CA a replica's leaf may be signed by. */
+  /** ca.crt and ca-previous.crt: every CA a replica's leaf may be signed by. */
   trustedPem: string;
   ca?: string;
   previousCAs: string[];
@@ -76,14 +76,14 @@ export async function readTlsSecret(env: TestEnv, name: string): Promise<SecretS
   const get = (k: string) => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
   let ca: string | undefined;
   try {
-    ca = fingerprint(get('tls.crt'));
+    ca = fingerprint(get('ca.crt'));
   } catch {
     ca = undefined;
   }
   return {
     resourceVersion: s.metadata!.resourceVersion!,
-    caPem: get('tls.crt'),
-    trustedPem: get('tls.crt') + get('ca-previous.crt'),
+    caPem: get('ca.crt'),
+    trustedPem: get('ca.crt') + get('ca-previous.crt'),
     ca,
     previousCAs: splitPemBlocks(get('ca-previous.crt')).map((b) => fingerprint(b.pem)),
     immutable: s.immutable === true,

@@ -76,7 +76,14 @@ describe('bootstrap', () => {
     const stored = await env.kc
       .makeApiClient(CoreV1Api)
       .readNamespacedSecret({ name: SECRET, namespace: env.namespace });
-    expect(Object.keys(stored.data ?? {}).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key', 'webhook-path-key']);
+    expect(Object.keys(stored.data ?? {}).sort()).toEqual([
+      'ca.crt',
+      'ca.key',
+      'tls.crt',
+      'tls.key',
+      'webhook-path-key',
+    ]);
+    expect(stored.data!['tls.crt']).toBe(stored.data!['ca.crt']);
     expect(logs('serving certificate signed')).toHaveLength(2);
   });
 
@@ -124,9 +131,9 @@ spec:
         SECRET,
         '--type=json',
         '-p',
-        JSON.stringify([{ op: 'replace', path: '/data/tls.crt', value: garbage.toString('base64') }]),
+        JSON.stringify([{ op: 'replace', path: '/data/ca.crt', value: garbage.toString('base64') }]),
       ]),
-      'corrupt tls.crt',
+      'corrupt ca.crt',
     );
     // Repaired: a new CA (the key alone cannot vouch for a certificate), both replicas serving leaves of it.
     const repaired = await eventually(
@@ -144,7 +151,7 @@ spec:
     const result = await load.stop();
     expect(result.failures).toEqual([]);
     expect(result.endedBy).toBe('stop');
-    // The old CA, still in ca.crt, stays trusted while leaves it signed may be served.
+    // The old CA, still in tls.crt, stays trusted while leaves it signed may be served.
     expect(repaired.previousCAs).toEqual([before.ca]);
     // Reported clearly: a Warning on the Secret naming the problem, and a structured log line.
     const warnings = await eventually('Warning event on the Secret', async () => {
@@ -152,7 +159,7 @@ spec:
       return ev.length > 0 ? ev : undefined;
     });
     expect(warnings[0]!.type).toBe('Warning');
-    expect(warnings[0]!.note).toMatch(/tls\.crt: cannot parse certificate/);
+    expect(warnings[0]!.note).toMatch(/ca\.crt: cannot parse certificate/);
     expect(warnings[0]!.note).toContain('writing a new CA');
     const lines = logs('CA Secret is invalid; repairing it');
     expect(lines.length).toBeGreaterThanOrEqual(1);
@@ -183,7 +190,7 @@ describe('a Secret that cannot be repaired', () => {
         NAME,
         '--type=merge',
         '-p',
-        JSON.stringify({ immutable: true, data: { 'tls.crt': garbage } }),
+        JSON.stringify({ immutable: true, data: { 'ca.crt': garbage } }),
       ]),
       'corrupt and freeze the Secret',
     );

@@ -24,6 +24,7 @@ import {
   createServingCert,
   generateKeyPem,
   inspectCertificate,
+  LEGACY_TOKEN_MAX_AGE_MS,
   pathToken,
   pathTokenChangeAt,
   pathTokenClock,
@@ -46,6 +47,9 @@ import type { CertificateSink, CertificateSource } from './certificate.js';
 import { RenewalScheduler } from './renewal-scheduler.js';
 import { TlsSecretStore } from './tls-secret-store.js';
 import { WebhookInjector, type InjectResult } from './webhook-injector.js';
+
+/** How long the tokens of a replaced path key stay accepted after the new paths were published. */
+const KEY_CHANGE_GRACE_MS = 60_000;
 
 /** Time for a changed caBundle to reach every API server's webhook client (they watch the configurations). */
 export const CA_PROPAGATION_DELAY_MS = 2_000;
@@ -93,6 +97,13 @@ export class DynamicServingSource implements CertificateSource {
   private sink: CertificateSink | undefined;
   private leaf: Leaf | undefined;
   private pathKey: Buffer | undefined;
+  /**
+   * Tokens no longer current — a replaced key's, 0.1.0's stored ones once removed — stay accepted until the
+   * new paths are out (until: Infinity), plus KEY_CHANGE_GRACE_MS. 0.1.0's tokens still in the Secret are
+   * accepted and kept published as they are.
+   */
+  private retired: { tokens: (nowMs: number) => string[]; until: number }[] = [];
+  private legacyTokens: string[] = [];
   /** The token period whose publication this replica has seen succeed. */
   private publishedPeriod: number | undefined;
   /** When this replica first saw each CA in every caBundle (epoch ms). */
@@ -175,7 +186,9 @@ export class DynamicServingSource implements CertificateSource {
     if (!this.o.pathToken || !this.pathKey) return [];
     const t = this.now().getTime();
     const published = this.publishedPeriod === pathTokenPeriod(t, this.clock);
-    return acceptedPathTokens(this.pathKey, t, this.clock, published);
+    const accepted = [...acceptedPathTokens(this.pathKey, t, this.clock, published), ...this.legacyTokens];
+    for (const r of this.retired) if (t < r.until) accepted.push(...r.tokens(t));
+    return accepted;
   }
 
   /** The serving certificate in use (SHA-256 of the DER, lower-case hex), for tests and logs. */
@@ -201,7 +214,7 @@ export class DynamicServingSource implements CertificateSource {
       s = readCASecret(secret);
       plan = planCA(secret, s, this.now());
     }
-    if (s.pathKey) this.pathKey = s.pathKey;
+    this.learnTokens(s);
     const period = pathTokenPeriod(this.now().getTime(), this.clock);
     const tokens = this.o.pathToken && this.pathKey ? [period, period + 1].map((p) => pathToken(this.pathKey!, p)) : [];
     if (this.o.pathToken && !this.pathKey)
@@ -210,14 +223,31 @@ export class DynamicServingSource implements CertificateSource {
       trusted: trustedCAs(s, this.now(), this.o.servingLifetimeMs),
       allowPrune: !plan.write,
       ...(this.o.webhookRoutes && (!this.o.pathToken || this.pathKey)
-        ? { paths: { token: tokens[0], keep: tokens.slice(1) } }
+        ? { paths: { token: tokens[0], keep: [...tokens.slice(1), ...this.legacyTokens] } }
         : {}),
     });
     errors.push(...results.filter((r) => r.error).map((r) => r.error!));
-    if (tokens.length > 0 && results.every((r) => !r.error)) this.publishedPeriod = period;
+    if (tokens.length > 0 && results.every((r) => !r.error)) {
+      this.publishedPeriod = period;
+      const until = this.now().getTime() + KEY_CHANGE_GRACE_MS;
+      this.retired = this.retired.map((r) => (r.until === Infinity ? { ...r, until } : r));
+    }
     const leafWait = await this.ensureLeaf(s, results);
     if (errors.length > 0) throw new Error(errors.join('; '));
     return this.wakeAt(s, leafWait);
+  }
+
+  /** Takes in the Secret's path key and 0.1.0's tokens, retiring what they replace. */
+  private learnTokens(s: CASecret): void {
+    const t = this.now().getTime();
+    this.retired = this.retired.filter((r) => t < r.until);
+    const oldKey = this.pathKey;
+    if (s.pathKey && oldKey && !s.pathKey.equals(oldKey))
+      this.retired.push({ tokens: (now) => acceptedPathTokens(oldKey, now, this.clock, false), until: Infinity });
+    if (s.pathKey) this.pathKey = s.pathKey;
+    const gone = this.legacyTokens.filter((x) => !s.legacyTokens.includes(x));
+    if (gone.length > 0) this.retired.push({ tokens: () => gone, until: Infinity });
+    this.legacyTokens = s.legacyTokens;
   }
 
   /** Creates the Secret or writes its new data; undefined when another replica wrote first. */
@@ -235,8 +265,15 @@ export class DynamicServingSource implements CertificateSource {
       ...(newCA ? { newCA } : {}),
       now: this.now(),
       servingLifetimeMs: this.o.servingLifetimeMs,
+      dropLegacyToken: plan.write === 'drop-legacy-token',
     });
-    const what = !secret ? 'created the CA Secret' : newCA ? 'rotated the CA' : 'added the webhook path key';
+    const what = !secret
+      ? 'created the CA Secret'
+      : newCA
+        ? 'rotated the CA'
+        : plan.write === 'path-key'
+          ? 'added the webhook path key'
+          : "removed 0.1.0's webhook path token";
     if (plan.damaged) {
       this.log.warn('CA Secret is invalid; repairing it', { reasons: plan.reasons });
       this.store.record(
@@ -258,7 +295,15 @@ export class DynamicServingSource implements CertificateSource {
       ca: ca?.fingerprint256 ?? null,
       notAfter: ca?.notAfter.toISOString() ?? null,
     });
-    const reason = !secret ? 'CACreated' : plan.damaged ? 'CARepaired' : newCA ? 'CARotated' : 'PathKeyAdded';
+    const reason = !secret
+      ? 'CACreated'
+      : plan.damaged
+        ? 'CARepaired'
+        : newCA
+          ? 'CARotated'
+          : plan.write === 'path-key'
+            ? 'PathKeyAdded'
+            : 'LegacyPathTokenRemoved';
     this.store.record(
       'Normal',
       reason,
@@ -330,6 +375,8 @@ export class DynamicServingSource implements CertificateSource {
     const times = [leafWait, this.leaf?.renewAt, s.ca && renewAt(s.ca.info), this.injector.pruneDueAt()];
     if (s.ca) for (const p of s.previous) times.push(previousTrustedUntil(p, s.ca.info, this.o.servingLifetimeMs));
     if (this.o.pathToken) times.push(pathTokenChangeAt(t, this.clock));
+    for (const r of this.retired) if (r.until !== Infinity) times.push(new Date(r.until));
+    if (s.legacyIssuedAt) times.push(new Date(s.legacyIssuedAt.getTime() + LEGACY_TOKEN_MAX_AGE_MS));
     const future = times.filter((d): d is Date => d !== undefined && d.getTime() > t).map((d) => d.getTime());
     return future.length > 0 ? new Date(Math.min(...future)) : undefined;
   }
