@@ -5,7 +5,7 @@
  *
  * Reviews are the hot path: a POST to a webhook's exact path is answered straight from node's request
  * and response, before Express (whose routing, request/response decoration and res.json cost about as
- * much CPU as deciding the review; see test/bench). Any other request — health, readiness, metrics,
+ * much CPU as deciding the review; docs/performance.md). Any other request — health, readiness, metrics,
  * other methods, unknown paths, and path variants Express also matches — goes through Express, which
  * answers a review the same way.
  */

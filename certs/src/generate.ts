@@ -61,7 +61,7 @@ export function backdateMs(lifetimeMs: number): number {
 /**
  * RSA-2048: node-forge cannot issue ECDSA certificates, and 2048 bits is the smallest size every
  * Kubernetes distribution and Node's default security level accept. Generation uses Node's native
- * crypto through forge (about 0.4 s on the reference machine).
+ * crypto (through forge, or generateKeyPem off the event loop).
  */
 export const DEFAULT_KEY_BITS = 2048;
 

@@ -1,8 +1,8 @@
 /**
  * Where the services find the API server and their credentials: a kubeconfig file or the pod's
  * ServiceAccount, read here rather than by client-node's KubeConfig. That class statically imports
- * client-node's whole generated API, which costs each process about 75 MiB of RSS (issue 19's memory
- * runs). client-node is now loaded, lazily, only for what this file does not do itself: exec
+ * client-node's whole generated API, which costs each process tens of MiB of RSS (docs/performance.md).
+ * client-node is loaded, lazily, only for what this file does not do itself: exec
  * credential plugins and auth-provider users, a $KUBECONFIG list of files to merge, and the reconnect
  * hook's websocket exec (clientNodeConfig).
  *

@@ -28,9 +28,9 @@ export function parseLogLevel(v: string | undefined, fallback: LogLevel = 'info'
  * stdout) blocks the process until the reader takes it, and one log line per admission review would be
  * one such write per review. Here lines collect while one asynchronous write (libuv thread pool) is in
  * flight, and leave together in the next. Whatever is pending when the process exits is written
- * synchronously, so process.exit() loses nothing. Holding lines for a 20 ms window instead was measured
- * (test/bench/results/2026-12-03-adm-ab.md): 16× fewer writes but no measurable CPU per review, and a
- * review's line then reached the log after the API server had its answer — so lines leave at the next turn.
+ * synchronously, so process.exit() loses nothing. Lines leave at the next event-loop turn, not after a
+ * holding window, so a review's line reaches the log before the API server has its answer (the window's
+ * A/B: docs/performance.md).
  */
 const idleWaiters: (() => void)[] = [];
 let stdoutBusy = () => false;
