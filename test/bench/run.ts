@@ -18,6 +18,7 @@ import { benchEnv, loadAverage, machineInfo, say, timer } from './env.js';
 import { fanout } from './fanout.js';
 import { startGoPeer, type GoPeer } from './go-peer.js';
 import { inContainer } from './in-container.js';
+import { kubeletDefaults } from './kubelet-defaults.js';
 import { reconcilerMemory } from './memory.js';
 import { summarizeProfiles } from './profile.js';
 import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
@@ -28,7 +29,14 @@ import { type RunningAdmission, startAdmission } from '../support/services.js';
 /** The chart's default: reviews are measured without a log line each, as a user runs them. */
 const SHIPPED_LOG_LEVEL = '--log-level=info';
 
-const SECTIONS = ['admission-direct', 'admission-apiserver', 'fanout', 'in-container', 'memory'] as const;
+const SECTIONS = [
+  'admission-direct',
+  'admission-apiserver',
+  'fanout',
+  'in-container',
+  'kubelet-defaults',
+  'memory',
+] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 const { values } = parseArgs({
@@ -192,12 +200,13 @@ const variants: Variant[] = [];
 try {
   if (wanted('admission-direct') || wanted('admission-apiserver'))
     await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
-  if (wanted('fanout') || wanted('in-container') || wanted('memory')) {
+  if (wanted('fanout') || wanted('in-container') || wanted('kubelet-defaults') || wanted('memory')) {
     const env = await benchEnv(cp, 'bench-crds');
     await installCrds(env);
   }
   await section('fanout', () => fanout(cp, scale, logDir));
   await section('in-container', () => inContainer(cp, scale));
+  await section('kubelet-defaults', () => kubeletDefaults(cp, scale));
   await section('memory', () =>
     reconcilerMemory(cp, scale, logDir, {
       ...(values['heap-snapshot'] ? { heapSnapshotDir: values['heap-snapshot'] } : {}),

@@ -34,6 +34,8 @@ export interface Scale {
   };
   /** Member pods running as containers on one node (a runtime shim each: keep within a 2-core node). */
   inContainer: { clusters: number; podsPerCluster: number; deadlineSec: number };
+  /** Edits of one ConfigMap connected to one cluster's member pods, on each kubelet setting (kubelet-defaults.ts). */
+  kubeletDefaults: { pods: number; edits: number; deadlineSec: number };
   memory: {
     clusters: number;
     podsPerCluster: number;
@@ -54,6 +56,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     apiserver: { opsPerMode: 40, concurrency: 4, block: 20 },
     fanout: { clusters: 20, podsPerCluster: 5, idleSec: 10, deadlineSec: 60 },
     inContainer: { clusters: 2, podsPerCluster: 2, deadlineSec: 120 },
+    kubeletDefaults: { pods: 2, edits: 3, deadlineSec: 120 },
     memory: { clusters: 100, podsPerCluster: 5, createConcurrency: 16, deliveryDeadlineSec: 60 },
     createConcurrency: 16,
   },
@@ -63,6 +66,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     apiserver: { opsPerMode: 300, concurrency: 4, block: 50 },
     fanout: { clusters: 200, podsPerCluster: 5, idleSec: 60, deadlineSec: 120 },
     inContainer: { clusters: 10, podsPerCluster: 5, deadlineSec: 300 },
+    kubeletDefaults: { pods: 7, edits: 50, deadlineSec: 150 },
     memory: { clusters: 2000, podsPerCluster: 5, createConcurrency: 24, deliveryDeadlineSec: 240 },
     createConcurrency: 16,
   },
@@ -72,6 +76,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     apiserver: { opsPerMode: 1000, concurrency: 16, block: 100 },
     fanout: { clusters: 1000, podsPerCluster: 5, idleSec: 60, deadlineSec: 300 },
     inContainer: { clusters: 20, podsPerCluster: 5, deadlineSec: 600 },
+    kubeletDefaults: { pods: 7, edits: 50, deadlineSec: 150 },
     memory: { clusters: 10_000, podsPerCluster: 5, createConcurrency: 64, deliveryDeadlineSec: 1200 },
     createConcurrency: 32,
   },
