@@ -328,8 +328,9 @@ describe('DynamicServingSource', () => {
     expect(api.bundle()).toEqual([newCA, oldCA]);
     expect(isIssuedBy(sink.last, api.secretPem('ca.crt'))).toBe(true);
     expect(api.events.map((e) => e.reason)).toEqual(['CACreated', 'CARotated']);
-    // The new CA's notBefore (backdated 5 min) + 5 min + one serving lifetime: the old CA is no longer wanted…
-    now = new Date(now.getTime() + 61_000);
+    // The new CA's notBefore (backdated 5 min) + 5 min + 30 s slack + one serving lifetime: the old CA is no
+    // longer wanted…
+    now = new Date(now.getTime() + 91_000);
     await src.reconcile();
     expect(api.bundle()).toEqual([newCA, oldCA]);
     // …and leaves the bundle once seen unwanted for pruneAfterMs.
@@ -406,8 +407,12 @@ describe('DynamicServingSource', () => {
     expect(isIssuedBy(sink.last, ca)).toBe(true);
     expect(api.config.webhooks[0]!.clientConfig.url).toBe(`https://127.0.0.1:1/t/${legacy}/a`);
     expect(src.pathTokens()).toContain(legacy);
-    // Two hours after 0.1.0 last issued it, the token goes and the derived one is published.
-    now = 12 * HOUR;
+    // Two hours after the path key was added (and 0.1.0 last issued it), the token goes and the derived one
+    // is published.
+    now = 12 * HOUR + 59_000;
+    await src.reconcile();
+    expect(api.secret.data!['webhook-path-token']).toBeDefined();
+    now = 12 * HOUR + 60_000;
     await src.reconcile();
     const t12 = pathToken(Buffer.from(api.secret.data!['webhook-path-key']!, 'base64'), 12);
     expect(api.secret.data!['webhook-path-token']).toBeUndefined();
@@ -468,6 +473,10 @@ describe('DynamicServingSource', () => {
       expect(src.pathTokens()).toEqual([t10, t11]);
       now = 11 * HOUR + 1_000;
       expect(src.pathTokens()).toEqual([t11, t10]); // not yet published by this replica
+      // Published only 30 s into the period: a replica whose clock is behind accepts it by then.
+      await src.reconcile();
+      expect(paths(api)).toEqual(tokenPaths(t10));
+      now = 11 * HOUR + 30_000;
       await src.reconcile();
       expect(paths(api)).toEqual(tokenPaths(t11));
       expect(src.pathTokens()).toEqual([t11, t10]);
@@ -533,6 +542,50 @@ describe('DynamicServingSource', () => {
       now += 1_000;
       src.stop();
       expect(src.pathTokens()).toEqual([fresh]);
+    });
+
+    it('turned off during an upgrade from 0.1.0: the paths behind its token go back to the bare routes', async () => {
+      const api = new FakeApi();
+      api.secret = othersSecret(true);
+      api.config.webhooks[0]!.clientConfig.url = `https://127.0.0.1:1/t/${'L'.repeat(43)}/a`;
+      const src = source(api, { pathToken: false, now: () => new Date(10 * HOUR + 60_000) });
+      await src.start(new Sink());
+      src.stop();
+      expect(paths(api)).toEqual(['https://127.0.0.1:1/a', '/b']);
+    });
+
+    it('a Secret deleted: the new CA keeps the published one trusted; the old token published 10 s more, so the other replica learns the new key first', async () => {
+      const api = new FakeApi();
+      let now = 10 * HOUR + 600_000;
+      const clock = () => new Date(now);
+      const [a, b] = [source(api, { pathToken: true, now: clock }), source(api, { pathToken: true, now: clock })];
+      const [sa, sb] = [new Sink(), new Sink()];
+      await a.start(sa);
+      await b.start(sb);
+      const oldCA = fp(api.secretPem('ca.crt'));
+      const old = pathToken(key(api), 10);
+      api.secret = undefined;
+      await a.reconcile();
+      const fresh = pathToken(key(api), 10);
+      // The CA every leaf is signed by stays in the Secret (as previous) and in the bundle.
+      expect(splitPemBlocks(api.secretPem('ca-previous.crt')).map((x) => fp(x.pem))).toEqual([oldCA]);
+      expect(api.bundle()).toEqual([fp(api.secretPem('ca.crt')), oldCA]);
+      expect(paths(api)).toEqual(tokenPaths(old));
+      expect(a.pathTokens()).toEqual(expect.arrayContaining([fresh, old]));
+      await b.reconcile();
+      expect(b.pathTokens()).toEqual(expect.arrayContaining([fresh, old]));
+      now += 10_000;
+      await a.reconcile();
+      await b.reconcile();
+      expect(paths(api)).toEqual(tokenPaths(fresh));
+      expect([isIssuedBy(sa.last, api.secretPem('ca.crt')), isIssuedBy(sb.last, api.secretPem('ca.crt'))]).toEqual([
+        true,
+        true,
+      ]);
+      now += 60_000;
+      a.stop();
+      b.stop();
+      expect([a.pathTokens(), b.pathTokens()]).toEqual([[fresh], [fresh]]);
     });
 
     it('an immutable Secret without a path key: said so, retried, no review accepted', async () => {

@@ -31,6 +31,8 @@ export const CA_SECRET_KEYS = {
   key: 'tls.key',
   previous: 'ca-previous.crt',
   pathKey: 'webhook-path-key',
+  /** When the path key was written (RFC 3339): the start of an upgrade from 0.1.0. */
+  pathKeyCreated: 'webhook-path-key-created',
 } as const;
 
 const LEGACY_TOKEN = {
@@ -40,10 +42,17 @@ const LEGACY_TOKEN = {
 };
 
 /**
- * 0.1.0's replicas replace their stored token every rotation period (default 1 h); one older than this has
- * no 0.1.0 replica left to rotate it (a rollout does not take an hour), so it can go.
+ * How long 0.1.0's stored token stays after both the path key was added (the first new replica's write,
+ * the start of the upgrade) and the token was last issued: a rollout does not take two hours, so no 0.1.0
+ * replica is left to accept it by then. (0.1.0 issues a new one each rotation period, or never.)
  */
 export const LEGACY_TOKEN_MAX_AGE_MS = 2 * 3_600_000;
+
+/**
+ * Slack on top of a previous CA's trust window: a replica that read the Secret just before a rotation may
+ * sign one more leaf from the old CA a moment after it.
+ */
+export const PREVIOUS_CA_SLACK_MS = 30_000;
 
 /** The parts of a Secret dynamic serving reads (data is base64, as the API returns it). */
 export interface SecretObject {
@@ -63,6 +72,8 @@ export interface CASecret {
   /** Every other CA certificate the Secret names (ca-previous.crt, an older ca.crt), each once. */
   previous: CertificateInfo[];
   pathKey?: Buffer;
+  /** When the path key was written. */
+  pathKeyCreatedAt?: Date;
   /** 0.1.0's stored path tokens (current first), and when the current one was issued. */
   legacyTokens: string[];
   legacyIssuedAt?: Date;
@@ -113,11 +124,13 @@ export function readCASecret(secret: SecretObject | undefined): CASecret {
     .map((k) => text(data, k))
     .filter((t): t is string => t !== undefined && /^[A-Za-z0-9_-]{43}$/.test(t));
   const issued = Date.parse(text(data, LEGACY_TOKEN.issued) ?? '');
+  const keyCreated = Date.parse(text(data, CA_SECRET_KEYS.pathKeyCreated) ?? '');
   return {
     ...(ca ? { ca } : {}),
     problems,
     previous,
     ...(pathKey && pathKey.length >= 32 ? { pathKey } : {}),
+    ...(Number.isNaN(keyCreated) ? {} : { pathKeyCreatedAt: new Date(keyCreated) }),
     legacyTokens,
     ...(legacyTokens.length > 0 && !Number.isNaN(issued) ? { legacyIssuedAt: new Date(issued) } : {}),
   };
@@ -154,7 +167,12 @@ export function planCA(secret: SecretObject | undefined, s: CASecret, now: Date)
   if (t >= renewAt(info).getTime())
     return { write: 'new-ca', reasons: [`the CA expires at ${info.notAfter.toISOString()}`], damaged: false };
   if (!s.pathKey) return { write: 'path-key', reasons: [`${CA_SECRET_KEYS.pathKey} is missing`], damaged: false };
-  if (s.legacyTokens.length > 0 && (s.legacyIssuedAt?.getTime() ?? 0) + LEGACY_TOKEN_MAX_AGE_MS <= t) {
+  if (s.legacyTokens.length > 0 && !s.pathKeyCreatedAt) {
+    const reasons = [`${CA_SECRET_KEYS.pathKeyCreated} is missing`];
+    return { write: 'path-key', reasons, damaged: false };
+  }
+  const legacySince = Math.max(s.legacyIssuedAt?.getTime() ?? 0, s.pathKeyCreatedAt?.getTime() ?? t);
+  if (s.legacyTokens.length > 0 && legacySince + LEGACY_TOKEN_MAX_AGE_MS <= t) {
     const reasons = ["0.1.0's webhook path token is no longer rotated by any replica"];
     return { write: 'drop-legacy-token', reasons, damaged: false };
   }
@@ -163,7 +181,7 @@ export function planCA(secret: SecretObject | undefined, s: CASecret, now: Date)
 
 /** Until when a previous CA must stay trusted (see the file comment). */
 export function previousTrustedUntil(prev: CertificateInfo, current: CertificateInfo, servingLifetimeMs: number): Date {
-  const rotated = current.notBefore.getTime() + BACKDATE_MS;
+  const rotated = current.notBefore.getTime() + BACKDATE_MS + PREVIOUS_CA_SLACK_MS;
   return new Date(Math.min(prev.notAfter.getTime(), rotated + servingLifetimeMs));
 }
 
@@ -174,29 +192,52 @@ export function trustedCAs(s: CASecret, now: Date, servingLifetimeMs: number): C
   return [current, ...s.previous.filter((p) => previousTrustedUntil(p, current, servingLifetimeMs) > now)];
 }
 
+export interface CASecretWrite {
+  now: Date;
+  servingLifetimeMs: number;
+  /** The new CA; absent: the Secret's own. */
+  newCA?: CertPair;
+  /**
+   * CAs that may sign a leaf served now although the Secret no longer names them (the caBundles' CAs, the
+   * issuer of this replica's leaf): a new CA keeps them as previous ones (a deleted or broken Secret).
+   */
+  inUse?: readonly CertificateInfo[];
+  /** Remove 0.1.0's path token. */
+  dropLegacyToken?: boolean;
+}
+
 /**
- * The Secret's data after a write: `newCA` (or the CA it holds) and its path key (or a new one), the CAs
+ * The Secret's data after a write: the new CA (or the CA it holds) and its path key (or a new one), the CAs
  * still needed as previous ones, and every key dynamic serving does not own carried over — 0.1.0's path
- * token too, unless `dropLegacyToken`.
+ * token too, unless `dropLegacyToken`. tls.crt/tls.key become a copy of the CA when the CA changes or the
+ * 0.1.0 token goes (until then a running 0.1.0 replica keeps its serving pair there).
  */
-export function caSecretData(
-  secret: SecretObject | undefined,
-  s: CASecret,
-  o: { newCA?: CertPair; now: Date; servingLifetimeMs: number; dropLegacyToken?: boolean },
-): Record<string, string> {
+export function caSecretData(secret: SecretObject | undefined, s: CASecret, o: CASecretWrite): Record<string, string> {
   const b64 = (v: string | Buffer) => Buffer.from(v).toString('base64');
   const ca = o.newCA ?? s.ca!;
   const current = parseCertificates(ca.certPem, 'new CA')[0]!;
-  const candidates = o.newCA && s.ca ? [s.ca.info, ...s.previous] : s.previous;
+  const candidates = o.newCA ? [...(s.ca ? [s.ca.info] : []), ...s.previous, ...(o.inUse ?? [])] : s.previous;
   const previous = candidates.filter(
-    (p) => p.fingerprint256 !== current.fingerprint256 && previousTrustedUntil(p, current, o.servingLifetimeMs) > o.now,
+    (p, i) =>
+      p.isCA &&
+      p.fingerprint256 !== current.fingerprint256 &&
+      candidates.findIndex((c) => c.fingerprint256 === p.fingerprint256) === i &&
+      previousTrustedUntil(p, current, o.servingLifetimeMs) > o.now,
   );
   const data: Record<string, string> = { ...secret?.data };
-  for (const k of [...Object.values(CA_SECRET_KEYS), ...(o.dropLegacyToken ? Object.values(LEGACY_TOKEN) : [])])
-    delete data[k];
-  data[CA_SECRET_KEYS.caCert] = data[CA_SECRET_KEYS.cert] = b64(ca.certPem);
-  data[CA_SECRET_KEYS.caKey] = data[CA_SECRET_KEYS.key] = b64(ca.keyPem);
+  const copyToTls = !secret || o.newCA !== undefined || o.dropLegacyToken === true;
+  const ours = Object.values(CA_SECRET_KEYS).filter(
+    (k) => copyToTls || (k !== CA_SECRET_KEYS.cert && k !== CA_SECRET_KEYS.key),
+  );
+  for (const k of [...ours, ...(o.dropLegacyToken ? Object.values(LEGACY_TOKEN) : [])]) delete data[k];
+  const [certB64, keyB64] = [b64(ca.certPem), b64(ca.keyPem)];
+  data[CA_SECRET_KEYS.caCert] = certB64;
+  data[CA_SECRET_KEYS.caKey] = keyB64;
+  if (copyToTls) [data[CA_SECRET_KEYS.cert], data[CA_SECRET_KEYS.key]] = [certB64, keyB64];
   if (previous.length > 0) data[CA_SECRET_KEYS.previous] = b64(previous.map((c) => c.pem).join(''));
   data[CA_SECRET_KEYS.pathKey] = b64(s.pathKey ?? randomBytes(32));
+  data[CA_SECRET_KEYS.pathKeyCreated] = b64(
+    s.pathKey ? (s.pathKeyCreatedAt ?? o.now).toISOString() : o.now.toISOString(),
+  );
   return data;
 }

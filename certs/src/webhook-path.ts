@@ -17,9 +17,10 @@ import type { JsonPatchOp, WebhookConfigurationView } from './inject.js';
 const PREFIX = '/t/';
 
 /**
- * One rotation period's timing on each replica's own clock: the previous period's token stays accepted
- * for `graceMs` into a period (the API servers see a new path within a second or two), and the next
- * period's from `skewMs` before it begins (a replica whose clock runs ahead publishes it early).
+ * One rotation period's timing on each replica's own clock: a period's token is published `skewMs` after
+ * the period begins and accepted from `skewMs` before it, so replicas whose clocks differ by up to twice
+ * `skewMs` never publish a token another refuses; the previous period's stays accepted for `graceMs` into
+ * a period (the API servers see a new path within a second or two).
  */
 export interface PathTokenClock {
   /** 0: never rotated. */
@@ -38,6 +39,12 @@ export function pathTokenClock(rotationMs: number): PathTokenClock {
 /** The rotation period `nowMs` falls in. */
 export function pathTokenPeriod(nowMs: number, clock: PathTokenClock): number {
   return clock.rotationMs > 0 ? Math.floor(nowMs / clock.rotationMs) : 0;
+}
+
+/** The period whose token a replica publishes now: the current one from `skewMs` into it, else the previous. */
+export function publishedPathTokenPeriod(nowMs: number, clock: PathTokenClock): number {
+  const p = pathTokenPeriod(nowMs, clock);
+  return clock.rotationMs > 0 && nowMs < p * clock.rotationMs + clock.skewMs ? p - 1 : p;
 }
 
 /** The token of one period: 32 bytes of HMAC, base64url without padding (43 characters, safe in a path). */
@@ -63,7 +70,12 @@ export function acceptedPathTokens(key: Buffer, nowMs: number, clock: PathTokenC
 export function pathTokenChangeAt(nowMs: number, clock: PathTokenClock): Date | undefined {
   if (clock.rotationMs <= 0) return undefined;
   const start = pathTokenPeriod(nowMs, clock) * clock.rotationMs;
-  const next = [start + clock.graceMs, start + clock.rotationMs - clock.skewMs, start + clock.rotationMs];
+  const next = [
+    start + clock.skewMs,
+    start + clock.graceMs,
+    start + clock.rotationMs - clock.skewMs,
+    start + clock.rotationMs,
+  ];
   return new Date(Math.min(...next.filter((t) => t > nowMs)));
 }
 

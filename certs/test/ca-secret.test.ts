@@ -81,6 +81,7 @@ describe('caSecretData and trustedCAs', () => {
         'tls.key',
         'user-key',
         'webhook-path-key',
+        'webhook-path-key-created',
       ].sort(),
     );
     expect(data['tls.crt']).toBe(data['ca.crt']);
@@ -88,9 +89,9 @@ describe('caSecretData and trustedCAs', () => {
     expect(s.ca?.info.fingerprint256).toBe(fp(ca2.certPem));
     expect(s.previous.map((c) => c.fingerprint256)).toEqual([fp(ca1.certPem)]);
     expect(s.pathKey).toEqual(Buffer.alloc(32, 1));
-    // Trusted until the new CA's notBefore (backdated 5 min) + 5 min + one serving lifetime…
-    expect(trustedCAs(s, at(2059), 60_000).map((c) => c.fingerprint256)).toEqual([fp(ca2.certPem), fp(ca1.certPem)]);
-    expect(trustedCAs(s, at(2060), 60_000).map((c) => c.fingerprint256)).toEqual([fp(ca2.certPem)]);
+    // Trusted until the new CA's notBefore (backdated 5 min) + 5 min + 30 s slack + one serving lifetime…
+    expect(trustedCAs(s, at(2089), 60_000).map((c) => c.fingerprint256)).toEqual([fp(ca2.certPem), fp(ca1.certPem)]);
+    expect(trustedCAs(s, at(2090), 60_000).map((c) => c.fingerprint256)).toEqual([fp(ca2.certPem)]);
     // …or until it expires, if sooner.
     expect(trustedCAs(s, at(2999), 3_600_000)).toHaveLength(2);
     expect(trustedCAs(s, at(3000), 3_600_000)).toHaveLength(1);
@@ -116,9 +117,13 @@ describe('caSecretData and trustedCAs', () => {
     const withKey = secret(caSecretData(old, s, { now: at(10), servingLifetimeMs: 60_000 }));
     const k = readCASecret(withKey);
     expect(k.legacyTokens).toEqual([token]);
-    expect(planCA(withKey, k, at(7199)).write).toBeUndefined();
-    expect(planCA(withKey, k, at(7200)).write).toBe('drop-legacy-token');
-    const dropped = caSecretData(withKey, k, { now: at(7200), servingLifetimeMs: 60_000, dropLegacyToken: true });
+    // The 0.1.0 pair stays where 0.1.0 replicas still serve it from.
+    expect(withKey.data!['tls.crt']).toBe(old.data!['tls.crt']);
+    // Two hours after the key was added (the upgrade began) and the token was issued.
+    expect(planCA(withKey, k, at(7209)).write).toBeUndefined();
+    expect(planCA(withKey, k, at(7210)).write).toBe('drop-legacy-token');
+    const dropped = caSecretData(withKey, k, { now: at(7210), servingLifetimeMs: 60_000, dropLegacyToken: true });
+    expect(dropped['tls.crt']).toBe(dropped['ca.crt']);
     expect(Object.keys(dropped).filter((x) => x.startsWith('webhook-path-token'))).toEqual([]);
     expect(readCASecret(secret(dropped)).pathKey).toEqual(k.pathKey);
   });

@@ -5,6 +5,7 @@ import {
   pathTokenChangeAt,
   pathTokenClock,
   pathTokenPeriod,
+  publishedPathTokenPeriod,
   routeBehindToken,
   tokenPath,
   webhookPathPatch,
@@ -161,8 +162,17 @@ describe('rotation', () => {
     expect(acceptedPathTokens(KEY, 6 * H - 30_000, hourly, true)).toEqual([t(5), t(6)]);
   });
 
+  it("publishes a period's token only from 30 s into it, so clocks up to a minute apart agree", () => {
+    expect(publishedPathTokenPeriod(5 * H + 29_999, hourly)).toBe(4);
+    expect(publishedPathTokenPeriod(5 * H + 30_000, hourly)).toBe(5);
+    // A replica 59 s behind, at the moment one ahead publishes period 5, accepts it as the next.
+    expect(acceptedPathTokens(KEY, 5 * H + 30_000 - 59_000, hourly, true)).toContain(t(5));
+    expect(publishedPathTokenPeriod(5 * H, pathTokenClock(0))).toBe(0);
+  });
+
   it('wakes when the accepted tokens change: end of grace, start of skew, next period', () => {
-    expect(pathTokenChangeAt(5 * H + 1, hourly)).toEqual(new Date(5 * H + 300_000));
+    expect(pathTokenChangeAt(5 * H + 1, hourly)).toEqual(new Date(5 * H + 30_000));
+    expect(pathTokenChangeAt(5 * H + 30_000, hourly)).toEqual(new Date(5 * H + 300_000));
     expect(pathTokenChangeAt(5 * H + 300_000, hourly)).toEqual(new Date(6 * H - 30_000));
     expect(pathTokenChangeAt(6 * H - 30_000, hourly)).toEqual(new Date(6 * H));
   });

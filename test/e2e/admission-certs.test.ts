@@ -82,6 +82,7 @@ describe('bootstrap', () => {
       'tls.crt',
       'tls.key',
       'webhook-path-key',
+      'webhook-path-key-created',
     ]);
     expect(stored.data!['tls.crt']).toBe(stored.data!['ca.crt']);
     expect(logs('serving certificate signed')).toHaveLength(2);

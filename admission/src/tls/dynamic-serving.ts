@@ -29,6 +29,7 @@ import {
   pathTokenChangeAt,
   pathTokenClock,
   pathTokenPeriod,
+  publishedPathTokenPeriod,
   planCA,
   previousTrustedUntil,
   readCASecret,
@@ -37,6 +38,7 @@ import {
   webhookConfigurationClient,
   type CAPlan,
   type CASecret,
+  type CertificateInfo,
   type PathTokenClock,
   type SecretObject,
   type WebhookConfigurationClient,
@@ -50,6 +52,8 @@ import { WebhookInjector, type InjectResult } from './webhook-injector.js';
 
 /** How long the tokens of a replaced path key stay accepted after the new paths were published. */
 const KEY_CHANGE_GRACE_MS = 60_000;
+/** How long after a key change the replaced key's token stays the one published (the others read the new key). */
+const KEY_PUBLISH_DELAY_MS = 10_000;
 
 /** Time for a changed caBundle to reach every API server's webhook client (they watch the configurations). */
 export const CA_PROPAGATION_DELAY_MS = 2_000;
@@ -104,6 +108,10 @@ export class DynamicServingSource implements CertificateSource {
    */
   private retired: { tokens: (nowMs: number) => string[]; until: number }[] = [];
   private legacyTokens: string[] = [];
+  /** The last change of the path key this replica saw (the key it replaced, when). */
+  private keyChange: { oldKey: Buffer; at: number } | undefined;
+  /** The CA that signed the leaf served now. */
+  private leafIssuer: CertificateInfo | undefined;
   /** The token period whose publication this replica has seen succeed. */
   private publishedPeriod: number | undefined;
   /** When this replica first saw each CA in every caBundle (epoch ms). */
@@ -215,20 +223,17 @@ export class DynamicServingSource implements CertificateSource {
       plan = planCA(secret, s, this.now());
     }
     this.learnTokens(s);
-    const period = pathTokenPeriod(this.now().getTime(), this.clock);
-    const tokens = this.o.pathToken && this.pathKey ? [period, period + 1].map((p) => pathToken(this.pathKey!, p)) : [];
     if (this.o.pathToken && !this.pathKey)
       errors.push(`Secret ${this.where} holds no valid webhook-path-key; delete it and it is created again`);
+    const paths = this.pathsToPublish();
     const results = await this.injector.inject({
       trusted: trustedCAs(s, this.now(), this.o.servingLifetimeMs),
       allowPrune: !plan.write,
-      ...(this.o.webhookRoutes && (!this.o.pathToken || this.pathKey)
-        ? { paths: { token: tokens[0], keep: [...tokens.slice(1), ...this.legacyTokens] } }
-        : {}),
+      ...(paths ? { paths } : {}),
     });
     errors.push(...results.filter((r) => r.error).map((r) => r.error!));
-    if (tokens.length > 0 && results.every((r) => !r.error)) {
-      this.publishedPeriod = period;
+    if (paths?.current && results.every((r) => !r.error)) {
+      this.publishedPeriod = pathTokenPeriod(this.now().getTime(), this.clock);
       const until = this.now().getTime() + KEY_CHANGE_GRACE_MS;
       this.retired = this.retired.map((r) => (r.until === Infinity ? { ...r, until } : r));
     }
@@ -237,13 +242,38 @@ export class DynamicServingSource implements CertificateSource {
     return this.wakeAt(s, leafWait);
   }
 
+  /**
+   * The webhook paths to publish: the token of the period `publishedPathTokenPeriod` names (`current`: the
+   * period's own), or the bare routes without a token; never taking a path back from a newer token (`keep`)
+   * or, while a 0.1.0 replica may run, from 0.1.0's. For KEY_PUBLISH_DELAY_MS after the key changed, the
+   * replaced key's token is what is published: the other replicas learn the new key meanwhile.
+   */
+  private pathsToPublish(): { token: string | undefined; keep: string[]; current: boolean } | undefined {
+    if (!this.o.webhookRoutes) return undefined;
+    if (!this.o.pathToken) return { token: undefined, keep: [], current: false };
+    if (!this.pathKey) return undefined;
+    const t = this.now().getTime();
+    const period = pathTokenPeriod(t, this.clock);
+    const newest = [period, period + 1].map((p) => pathToken(this.pathKey!, p));
+    const change = this.keyChange && t < this.keyChange.at + KEY_PUBLISH_DELAY_MS ? this.keyChange : undefined;
+    const published = publishedPathTokenPeriod(t, this.clock);
+    const token = pathToken(change?.oldKey ?? this.pathKey, published);
+    return {
+      token,
+      keep: [...newest, ...this.legacyTokens].filter((x) => x !== token),
+      current: !change && published === period,
+    };
+  }
+
   /** Takes in the Secret's path key and 0.1.0's tokens, retiring what they replace. */
   private learnTokens(s: CASecret): void {
     const t = this.now().getTime();
     this.retired = this.retired.filter((r) => t < r.until);
     const oldKey = this.pathKey;
-    if (s.pathKey && oldKey && !s.pathKey.equals(oldKey))
+    if (s.pathKey && oldKey && !s.pathKey.equals(oldKey)) {
       this.retired.push({ tokens: (now) => acceptedPathTokens(oldKey, now, this.clock, false), until: Infinity });
+      this.keyChange = { oldKey, at: t };
+    }
     if (s.pathKey) this.pathKey = s.pathKey;
     const gone = this.legacyTokens.filter((x) => !s.legacyTokens.includes(x));
     if (gone.length > 0) this.retired.push({ tokens: () => gone, until: Infinity });
@@ -261,8 +291,11 @@ export class DynamicServingSource implements CertificateSource {
             now: this.now(),
           })
         : undefined;
+    // A deleted or broken Secret no longer names the CAs leaves are signed by: the caBundles and this
+    // replica's leaf do, and those CAs stay trusted as previous ones.
+    const inUse = newCA ? [...(await this.injector.publishedCAs()), ...(this.leafIssuer ? [this.leafIssuer] : [])] : [];
     const data = caSecretData(secret, s, {
-      ...(newCA ? { newCA } : {}),
+      ...(newCA ? { newCA, inUse } : {}),
       now: this.now(),
       servingLifetimeMs: this.o.servingLifetimeMs,
       dropLegacyToken: plan.write === 'drop-legacy-token',
@@ -354,6 +387,7 @@ export class DynamicServingSource implements CertificateSource {
     if (this.scheduler.isStopped) return undefined;
     this.sink!.setCertificate(signed.certPem, signed.keyPem);
     const info = inspectCertificate(signed.certPem);
+    this.leafIssuer = ca.info;
     this.leaf = {
       fingerprint256: info.fingerprint256,
       notBefore: info.notBefore,
@@ -375,6 +409,7 @@ export class DynamicServingSource implements CertificateSource {
     const times = [leafWait, this.leaf?.renewAt, s.ca && renewAt(s.ca.info), this.injector.pruneDueAt()];
     if (s.ca) for (const p of s.previous) times.push(previousTrustedUntil(p, s.ca.info, this.o.servingLifetimeMs));
     if (this.o.pathToken) times.push(pathTokenChangeAt(t, this.clock));
+    if (this.keyChange) times.push(new Date(this.keyChange.at + KEY_PUBLISH_DELAY_MS));
     for (const r of this.retired) if (r.until !== Infinity) times.push(new Date(r.until));
     if (s.legacyIssuedAt) times.push(new Date(s.legacyIssuedAt.getTime() + LEGACY_TOKEN_MAX_AGE_MS));
     const future = times.filter((d): d is Date => d !== undefined && d.getTime() > t).map((d) => d.getTime());

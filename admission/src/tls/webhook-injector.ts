@@ -59,6 +59,17 @@ export class WebhookInjector {
     return times.length > 0 ? new Date(Math.min(...times)) : undefined;
   }
 
+  /** Every CA some webhook's caBundle carries now (configurations that cannot be read are left out). */
+  async publishedCAs(): Promise<CertificateInfo[]> {
+    const pems: string[] = [];
+    for (const ref of this.refs) {
+      const view = await this.client.read(ref).catch(() => undefined);
+      for (const w of view?.webhooks ?? [])
+        if (w.clientConfig?.caBundle) pems.push(Buffer.from(w.clientConfig.caBundle, 'base64').toString('utf8'));
+    }
+    return certificatesIn(...pems);
+  }
+
   async inject(wanted: Wanted): Promise<InjectResult[]> {
     const results: InjectResult[] = [];
     const published: CertificateInfo[] = [];
@@ -74,12 +85,8 @@ export class WebhookInjector {
 
   private async injectOne(ref: WebhookConfigurationRef, wanted: Wanted): Promise<InjectResult> {
     const what = describeRef(ref);
-    // An API error may quote the path it refused; errors reach logs, events and /readyz.
-    const redacted = (e: unknown) => {
-      let m = errorMessage(e);
-      for (const t of [wanted.paths?.token, ...(wanted.paths?.keep ?? [])]) if (t) m = m.replaceAll(t, '<token>');
-      return m;
-    };
+    // An API error may quote a path; errors reach logs, events and /readyz. Every token-shaped segment goes.
+    const redacted = (e: unknown) => errorMessage(e).replace(/\/t\/[A-Za-z0-9_-]{43}(?=\/|$)/g, '/t/<token>');
     for (let attempt = 1; ; attempt++) {
       let view: WebhookConfigurationView;
       try {
@@ -90,7 +97,12 @@ export class WebhookInjector {
       }
       const webhooks = view.webhooks ?? [];
       const bundles = webhooks.map((w) => w.clientConfig?.caBundle);
-      const published = certificatesIn(...bundles.map((b) => (b ? Buffer.from(b, 'base64').toString('utf8') : '')));
+      const perWebhook = bundles.map((b) => certificatesIn(b ? Buffer.from(b, 'base64').toString('utf8') : ''));
+      const published = certificatesIn(...perWebhook.flat().map((c) => c.pem));
+      // What a leaf may rely on is what every webhook trusts, not one of them.
+      const inEvery = published.filter((c) =>
+        perWebhook.every((cas) => cas.some((x) => x.fingerprint256 === c.fingerprint256)),
+      );
       const merge = mergeBundle(published, wanted.trusted, {
         now: this.o.now(),
         unwantedSince: this.unwanted,
@@ -115,7 +127,7 @@ export class WebhookInjector {
           webhooks: paths.unknown,
         });
       const ops = [...caOps, ...(paths?.ops ?? [])];
-      const cas = merge.cas.length > 0 ? merge.cas : published;
+      const cas = caOps.length > 0 ? merge.cas : inEvery;
       if (ops.length === 0) return { ref, exists: true, cas, added: [] };
       const rv = view.metadata?.resourceVersion;
       const test: JsonPatchOp[] = rv ? [{ op: 'test', path: '/metadata/resourceVersion', value: rv }] : [];
@@ -123,7 +135,7 @@ export class WebhookInjector {
         await this.client.patch(ref, [...test, ...ops]);
       } catch (e) {
         if (isConflict(e) && attempt < ATTEMPTS) continue;
-        return { ref, exists: true, cas: published, added: [], error: `${what}: cannot write: ${redacted(e)}` };
+        return { ref, exists: true, cas: inEvery, added: [], error: `${what}: cannot write: ${redacted(e)}` };
       }
       const added = caOps.length > 0 ? merge.added : [];
       // The token is never logged: the log is readable by more people than the configurations.
