@@ -293,7 +293,8 @@ export class DynamicServingSource implements CertificateSource {
         : undefined;
     // A deleted or broken Secret no longer names the CAs leaves are signed by: the caBundles and this
     // replica's leaf do, and those CAs stay trusted as previous ones.
-    const inUse = newCA ? [...(await this.injector.publishedCAs()), ...(this.leafIssuer ? [this.leafIssuer] : [])] : [];
+    const serving = this.leaf && this.now() < this.leaf.notAfter ? this.leafIssuer : undefined;
+    const inUse = newCA ? [...(await this.injector.publishedCAs()), ...(serving ? [serving] : [])] : [];
     const data = caSecretData(secret, s, {
       ...(newCA ? { newCA, inUse } : {}),
       now: this.now(),
