@@ -68,20 +68,35 @@ function spread(ms: number[]): { seen: number; p50Ms: number; maxMs: number } {
   return { seen: s.count, p50Ms: s.p50, maxMs: s.max };
 }
 
-// Polls with `read -t 0.1` on a private FIFO (a sleep without a process) and `read` of the file.
-const WATCH = `f=${CONFIGMETA_DIR}/${CONFIGMETA_FILE}
+/**
+ * A shell loop that reads the container's configmeta file every 0.1 s without forking (`read -t 0.1` on a
+ * private FIFO is a sleep without a process) and matches its first line against `cases` (case branches).
+ */
+export function pollConfigmeta(init: string, cases: string): string {
+  return `f=${CONFIGMETA_DIR}/${CONFIGMETA_FILE}
 mkfifo /tmp/tick; exec 3<>/tmp/tick; rm /tmp/tick
-first=""
+${init}
 while :; do
   c=""; [ -r "$f" ] && { IFS= read -r c < "$f" || true; }
   case "$c" in
-    *${BEFORE}*) [ -z "$first" ] && { first=1; echo first; } ;;
-    *${AFTER}*) read up _ < /proc/uptime; echo "seen $up"; exec sleep 2147483647 ;;
+${cases}
   esac
   read -t 0.1 -u 3 x
 done`;
+}
 
-function memberPod(name: string, cluster: string): Record<string, unknown> {
+const WATCH = pollConfigmeta(
+  'first=""',
+  `    *${BEFORE}*) [ -z "$first" ] && { first=1; echo first; } ;;
+    *${AFTER}*) read up _ < /proc/uptime; echo "seen $up"; exec sleep 2147483647 ;;`,
+);
+
+/** A member pod of `cluster` on the bench's node, with what the pod webhook would add; `app` runs `command`. */
+export function benchMemberPod(
+  name: string,
+  cluster: string,
+  app: { image: string; command: string[]; memory: string },
+): Record<string, unknown> {
   return withDelivery({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -93,10 +108,10 @@ function memberPod(name: string, cluster: string): Record<string, unknown> {
       containers: [
         {
           name: 'app',
-          image: BUSYBOX_IMAGE,
+          image: app.image,
           imagePullPolicy: 'Never',
-          command: ['sh', '-c', WATCH],
-          resources: { requests: { cpu: '1m', memory: '4Mi' } },
+          command: app.command,
+          resources: { requests: { cpu: '1m', memory: app.memory } },
         },
       ],
     },
@@ -131,7 +146,11 @@ export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InCon
     const tp = timer();
     await apply(
       env,
-      names.flatMap((c) => Array.from({ length: s.podsPerCluster }, (_, j) => memberPod(`${c}-${j}`, c))),
+      names.flatMap((c) =>
+        Array.from({ length: s.podsPerCluster }, (_, j) =>
+          benchMemberPod(`${c}-${j}`, c, { image: BUSYBOX_IMAGE, command: ['sh', '-c', WATCH], memory: '4Mi' }),
+        ),
+      ),
     );
     const podNames = names.flatMap((c) => Array.from({ length: s.podsPerCluster }, (_, j) => `${c}-${j}`));
     /** Polls every pod's log until `pattern` matches, returning the first group of each (pods in order). */

@@ -11,16 +11,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { CONFIGMETA_DIR } from '@kd-connections/shared/delivery';
-import { CONFIGMETA_FILE } from '@kd-connections/shared/domain';
 import type { ControlPlane } from '../controlplane/controlplane.js';
-import { startNode, TEST_NODE_TOLERATION, type NodeHandle } from '../controlplane/node.js';
+import { startNode, type NodeHandle } from '../controlplane/node.js';
 import { CONFIGCLI_IMAGE, configcliImage, configcliValue } from '../images/configcli-image.js';
 import { importImages } from '../node/node-support.js';
-import { apply, configMap, kdApp, kdCluster, withDelivery } from '../support/kd-objects.js';
+import { apply, configMap, kdApp, kdCluster } from '../support/kd-objects.js';
 import { sleep } from '../support/processes.js';
 import { startReconciler, type ReconcilerProcess } from '../support/services.js';
 import { benchEnv, mapLimit, say } from './env.js';
+import { benchMemberPod, pollConfigmeta } from './in-container.js';
 import type { Scale } from './scale.js';
 import { percentile, round } from './stats.js';
 
@@ -48,39 +47,11 @@ export interface KubeletDefaultsResult {
   runs: KubeletRun[];
 }
 
-// Waits for edit-1, edit-2, … in turn; `read -t 0.1` on a private FIFO sleeps without a process.
-const WATCH = `f=${CONFIGMETA_DIR}/${CONFIGMETA_FILE}
-mkfifo /tmp/tick; exec 3<>/tmp/tick; rm /tmp/tick
-next=1
-while :; do
-  c=""; [ -r "$f" ] && { IFS= read -r c < "$f" || true; }
-  case "$c" in
-    *"edit-$next-end"*) read up _ < /proc/uptime; echo "seen $next $up"; next=$((next+1)); continue ;;
-  esac
-  read -t 0.1 -u 3 x
-done`;
-
-function memberPod(name: string, cluster: string): Record<string, unknown> {
-  return withDelivery({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': 'worker' } },
-    spec: {
-      hostNetwork: true,
-      tolerations: [TEST_NODE_TOLERATION],
-      terminationGracePeriodSeconds: 1,
-      containers: [
-        {
-          name: 'app',
-          image: CONFIGCLI_IMAGE,
-          imagePullPolicy: 'Never',
-          command: ['bash', '-c', WATCH],
-          resources: { requests: { cpu: '1m', memory: '8Mi' } },
-        },
-      ],
-    },
-  });
-}
+// Waits for edit-1, edit-2, … in turn.
+const WATCH = pollConfigmeta(
+  'next=1',
+  `    *"edit-$next-end"*) read up _ < /proc/uptime; echo "seen $next $up"; next=$((next+1)); continue ;;`,
+);
 
 const uptime = () => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
 
@@ -107,7 +78,9 @@ async function oneRun(cp: ControlPlane, scale: Scale, syncFrequency: string | un
     const pods = Array.from({ length: s.pods }, (_, j) => `kd-${j}`);
     await apply(
       env,
-      pods.map((p) => memberPod(p, 'kd')),
+      pods.map((p) =>
+        benchMemberPod(p, 'kd', { image: CONFIGCLI_IMAGE, command: ['bash', '-c', WATCH], memory: '8Mi' }),
+      ),
     );
     const ready = await env.kubectl(['wait', '--for=condition=Ready', 'pod', '--all', `--timeout=${s.deadlineSec}s`]);
     if (ready.code !== 0) throw new Error(`pods not Ready: ${ready.stderr}`);
