@@ -14,7 +14,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { startNode, type NodeHandle } from '../controlplane/node.js';
 import { CONFIGCLI_IMAGE, configcliImage, configcliValue } from '../images/configcli-image.js';
-import { importImages } from '../node/node-support.js';
+import { importImage } from '../controlplane/containerd.js';
 import { apply, configMap, kdApp, kdCluster } from '../support/kd-objects.js';
 import { sleep } from '../support/processes.js';
 import { startReconciler, type ReconcilerProcess } from '../support/services.js';
@@ -67,7 +67,8 @@ async function oneRun(cp: ControlPlane, scale: Scale, syncFrequency: string | un
       log: (m) => say(`kubelet-defaults (${label}): ${m}`),
     });
     await node.ready;
-    await importImages(node.info(), [configcliImage()]);
+    // containerd's client comes with Debian's containerd package, as the node itself needs it.
+    await importImage('/usr/bin/ctr', node.containerdSocket, configcliImage().archive);
     const env = await benchEnv(cp, `bench-kubelet-${label.replace(/[^a-z0-9]/g, '')}`);
     await apply(env, [
       kdApp('kd-app', { category: 'worker', roles: ['worker'] }),
