@@ -698,7 +698,8 @@ function renderKubeletDefaults(x: KubeletDefaultsResult, s: SectionResult): stri
         'p50',
         'p90',
         'max',
-        'over 5 s (edit, pod, ms)',
+        'pod object patched: p50, max',
+        'over 5 s (edit, pod, ms; patched at ms)',
         'configcli read at the end',
       ],
       x.runs.map((r) => [
@@ -707,7 +708,10 @@ function renderKubeletDefaults(x: KubeletDefaultsResult, s: SectionResult): stri
         f(r.p50Ms, ' ms'),
         f(r.p90Ms, ' ms'),
         f(r.maxMs, ' ms'),
-        r.slow.map((d) => `${d.edit}, ${d.pod}, ${d.ms}`).join('; ') || 'none',
+        r.patched ? `${f(r.patched.p50Ms, ' ms')}, ${f(r.patched.maxMs, ' ms')}` : '–',
+        r.slow
+          .map((d) => `${d.edit}, ${d.pod}, ${d.ms}${d.patchedMs === undefined ? '' : `; ${d.patchedMs}`}`)
+          .join(' / ') || 'none',
         [...new Set(r.configcli)].join(', '),
       ]),
     ),

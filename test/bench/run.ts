@@ -53,6 +53,7 @@ const { values } = parseArgs({
     'admission-arg': { type: 'string', multiple: true, default: [] },
     ab: { type: 'string', multiple: true, default: [] },
     rounds: { type: 'string' },
+    'kubelet-edits': { type: 'string' },
     'reconciler-node-options': { type: 'string' },
     'heap-snapshot': { type: 'string' },
     'standby-variant': { type: 'string', multiple: true, default: [] },
@@ -75,6 +76,7 @@ if (values.help) {
   --no-pin              do not pin server and load generator to separate cores (taskset)
   --no-go-peer          leave the Go controller-runtime peer out of the admission sections (it is built on first use)
   --admission-arg ARG   extra flag for the admission service (repeatable), e.g. --admission-arg=--log-level=debug
+  --kubelet-edits N     edits per kubelet setting in kubelet-defaults (default: the scale's)
   --rounds N            full-load rounds of admission-direct (default: the scale's); more rounds, steadier medians
   --ab SPEC             another admission service measured side by side with the first (repeatable), for an A/B
                         in one run: name=NAME[,root=DIR][,node=NODE_FLAGS][,arg=FLAG;FLAG] — root: another checkout
@@ -206,7 +208,9 @@ try {
   }
   await section('fanout', () => fanout(cp, scale, logDir));
   await section('in-container', () => inContainer(cp, scale));
-  await section('kubelet-defaults', () => kubeletDefaults(cp, scale));
+  await section('kubelet-defaults', () =>
+    kubeletDefaults(cp, scale, values['kubelet-edits'] ? Number(values['kubelet-edits']) : undefined),
+  );
   await section('memory', () =>
     reconcilerMemory(cp, scale, logDir, {
       ...(values['heap-snapshot'] ? { heapSnapshotDir: values['heap-snapshot'] } : {}),
