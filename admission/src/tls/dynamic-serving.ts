@@ -18,18 +18,14 @@
  *   and the leaf in use is served until it expires.
  */
 import {
-  acceptedPathTokens,
   caSecretData,
   createCA,
   createServingCert,
   generateKeyPem,
   inspectCertificate,
   LEGACY_TOKEN_MAX_AGE_MS,
-  pathToken,
-  pathTokenChangeAt,
+  PATH_TOKEN_ROTATION_MS,
   pathTokenClock,
-  pathTokenPeriod,
-  publishedPathTokenPeriod,
   planCA,
   previousTrustedUntil,
   readCASecret,
@@ -39,21 +35,16 @@ import {
   type CAPlan,
   type CASecret,
   type CertificateInfo,
-  type PathTokenClock,
   type SecretObject,
   type WebhookConfigurationClient,
   type WebhookConfigurationRef,
 } from '@kd-connections/certs';
 import { EventRecorder, Informer, type KubeClient, type Logger } from '@kd-connections/shared/runtime';
 import type { CertificateSink, CertificateSource } from './certificate.js';
+import { PathTokens } from './path-tokens.js';
 import { RenewalScheduler } from './renewal-scheduler.js';
 import { TlsSecretStore } from './tls-secret-store.js';
 import { WebhookInjector, type InjectResult } from './webhook-injector.js';
-
-/** How long the tokens of a replaced path key stay accepted after the new paths were published. */
-const KEY_CHANGE_GRACE_MS = 60_000;
-/** How long after a key change the replaced key's token stays the one published (the others read the new key). */
-const KEY_PUBLISH_DELAY_MS = 10_000;
 
 /** Time for a changed caBundle to reach every API server's webhook client (they watch the configurations). */
 export const CA_PROPAGATION_DELAY_MS = 2_000;
@@ -100,26 +91,14 @@ interface Leaf {
 export class DynamicServingSource implements CertificateSource {
   private sink: CertificateSink | undefined;
   private leaf: Leaf | undefined;
-  private pathKey: Buffer | undefined;
-  /**
-   * Tokens no longer current — a replaced key's, 0.1.0's stored ones once removed — stay accepted until the
-   * new paths are out (until: Infinity), plus KEY_CHANGE_GRACE_MS. 0.1.0's tokens still in the Secret are
-   * accepted and kept published as they are.
-   */
-  private retired: { tokens: (nowMs: number) => string[]; until: number }[] = [];
-  private legacyTokens: string[] = [];
-  /** The last change of the path key this replica saw (the key it replaced, when). */
-  private keyChange: { oldKey: Buffer; at: number } | undefined;
   /** The CA that signed the leaf served now. */
   private leafIssuer: CertificateInfo | undefined;
-  /** The token period whose publication this replica has seen succeed. */
-  private publishedPeriod: number | undefined;
   /** When this replica first saw each CA in every caBundle (epoch ms). */
   private readonly trustedSince = new Map<string, number>();
   private readonly scheduler: RenewalScheduler;
   private readonly store: TlsSecretStore;
   private readonly injector: WebhookInjector;
-  private readonly clock: PathTokenClock;
+  private readonly tokens: PathTokens;
   private readonly log: Logger;
   private readonly now: () => Date;
   private readonly where: string;
@@ -143,7 +122,7 @@ export class DynamicServingSource implements CertificateSource {
       o.webhookRoutes ?? (() => undefined),
       { log: this.log, now: this.now, ...(o.pruneAfterMs !== undefined ? { pruneAfterMs: o.pruneAfterMs } : {}) },
     );
-    this.clock = pathTokenClock(o.pathTokenRotationMs ?? 3_600_000);
+    this.tokens = new PathTokens(pathTokenClock(o.pathTokenRotationMs ?? PATH_TOKEN_ROTATION_MS), this.now);
     this.scheduler = new RenewalScheduler({
       pass: () => this.sync(),
       now: this.now,
@@ -182,7 +161,7 @@ export class DynamicServingSource implements CertificateSource {
     const why = this.scheduler.lastError ? `: ${this.scheduler.lastError}` : '';
     const leaf = this.leaf;
     if (!leaf) return [`no serving certificate from the CA in Secret ${this.where} yet${why}`];
-    if (this.o.pathToken && !this.pathKey) return [`no webhook path key from Secret ${this.where} yet${why}`];
+    if (this.o.pathToken && !this.tokens.hasKey) return [`no webhook path key from Secret ${this.where} yet${why}`];
     const t = this.now().getTime();
     if (t >= leaf.notAfter.getTime()) return [`serving certificate expired at ${leaf.notAfter.toISOString()}${why}`];
     if (t < leaf.notBefore.getTime()) return [`serving certificate not valid before ${leaf.notBefore.toISOString()}`];
@@ -191,12 +170,7 @@ export class DynamicServingSource implements CertificateSource {
 
   /** The path tokens a review may come with now (empty: no key known yet, so no review is served). */
   pathTokens(): readonly string[] {
-    if (!this.o.pathToken || !this.pathKey) return [];
-    const t = this.now().getTime();
-    const published = this.publishedPeriod === pathTokenPeriod(t, this.clock);
-    const accepted = [...acceptedPathTokens(this.pathKey, t, this.clock, published), ...this.legacyTokens];
-    for (const r of this.retired) if (t < r.until) accepted.push(...r.tokens(t));
-    return accepted;
+    return this.o.pathToken ? this.tokens.accepted() : [];
   }
 
   /** The serving certificate in use (SHA-256 of the DER, lower-case hex), for tests and logs. */
@@ -222,62 +196,22 @@ export class DynamicServingSource implements CertificateSource {
       s = readCASecret(secret);
       plan = planCA(secret, s, this.now());
     }
-    this.learnTokens(s);
-    if (this.o.pathToken && !this.pathKey)
+    this.tokens.learn(s);
+    if (this.o.pathToken && !this.tokens.hasKey)
       errors.push(`Secret ${this.where} holds no valid webhook-path-key; delete it and it is created again`);
-    const paths = this.pathsToPublish();
+    const publish = this.o.pathToken ? this.tokens.toPublish() : undefined;
+    // Without a token, the bare routes (taking back any token path, 0.1.0's too).
+    const paths = !this.o.webhookRoutes ? undefined : !this.o.pathToken ? { token: undefined, keep: [] } : publish;
     const results = await this.injector.inject({
       trusted: trustedCAs(s, this.now(), this.o.servingLifetimeMs),
       allowPrune: !plan.write,
       ...(paths ? { paths } : {}),
     });
     errors.push(...results.filter((r) => r.error).map((r) => r.error!));
-    if (paths?.current && results.every((r) => !r.error)) {
-      this.publishedPeriod = pathTokenPeriod(this.now().getTime(), this.clock);
-      const until = this.now().getTime() + KEY_CHANGE_GRACE_MS;
-      this.retired = this.retired.map((r) => (r.until === Infinity ? { ...r, until } : r));
-    }
+    if (paths && publish && results.every((r) => !r.error)) this.tokens.published(publish);
     const leafWait = await this.ensureLeaf(s, results);
     if (errors.length > 0) throw new Error(errors.join('; '));
     return this.wakeAt(s, leafWait);
-  }
-
-  /**
-   * The webhook paths to publish: the token of the period `publishedPathTokenPeriod` names (`current`: the
-   * period's own), or the bare routes without a token; never taking a path back from a newer token (`keep`)
-   * or, while a 0.1.0 replica may run, from 0.1.0's. For KEY_PUBLISH_DELAY_MS after the key changed, the
-   * replaced key's token is what is published: the other replicas learn the new key meanwhile.
-   */
-  private pathsToPublish(): { token: string | undefined; keep: string[]; current: boolean } | undefined {
-    if (!this.o.webhookRoutes) return undefined;
-    if (!this.o.pathToken) return { token: undefined, keep: [], current: false };
-    if (!this.pathKey) return undefined;
-    const t = this.now().getTime();
-    const period = pathTokenPeriod(t, this.clock);
-    const newest = [period, period + 1].map((p) => pathToken(this.pathKey!, p));
-    const change = this.keyChange && t < this.keyChange.at + KEY_PUBLISH_DELAY_MS ? this.keyChange : undefined;
-    const published = publishedPathTokenPeriod(t, this.clock);
-    const token = pathToken(change?.oldKey ?? this.pathKey, published);
-    return {
-      token,
-      keep: [...newest, ...this.legacyTokens].filter((x) => x !== token),
-      current: !change && published === period,
-    };
-  }
-
-  /** Takes in the Secret's path key and 0.1.0's tokens, retiring what they replace. */
-  private learnTokens(s: CASecret): void {
-    const t = this.now().getTime();
-    this.retired = this.retired.filter((r) => t < r.until);
-    const oldKey = this.pathKey;
-    if (s.pathKey && oldKey && !s.pathKey.equals(oldKey)) {
-      this.retired.push({ tokens: (now) => acceptedPathTokens(oldKey, now, this.clock, false), until: Infinity });
-      this.keyChange = { oldKey, at: t };
-    }
-    if (s.pathKey) this.pathKey = s.pathKey;
-    const gone = this.legacyTokens.filter((x) => !s.legacyTokens.includes(x));
-    if (gone.length > 0) this.retired.push({ tokens: () => gone, until: Infinity });
-    this.legacyTokens = s.legacyTokens;
   }
 
   /** Creates the Secret or writes its new data; undefined when another replica wrote first. */
@@ -409,9 +343,7 @@ export class DynamicServingSource implements CertificateSource {
     const t = this.now().getTime();
     const times = [leafWait, this.leaf?.renewAt, s.ca && renewAt(s.ca.info), this.injector.pruneDueAt()];
     if (s.ca) for (const p of s.previous) times.push(previousTrustedUntil(p, s.ca.info, this.o.servingLifetimeMs));
-    if (this.o.pathToken) times.push(pathTokenChangeAt(t, this.clock));
-    if (this.keyChange) times.push(new Date(this.keyChange.at + KEY_PUBLISH_DELAY_MS));
-    for (const r of this.retired) if (r.until !== Infinity) times.push(new Date(r.until));
+    if (this.o.pathToken) times.push(...this.tokens.wakeTimes());
     if (s.legacyIssuedAt) times.push(new Date(s.legacyIssuedAt.getTime() + LEGACY_TOKEN_MAX_AGE_MS));
     const future = times.filter((d): d is Date => d !== undefined && d.getTime() > t).map((d) => d.getTime());
     return future.length > 0 ? new Date(Math.min(...future)) : undefined;
