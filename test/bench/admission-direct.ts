@@ -169,13 +169,13 @@ export async function seedAdmissionNamespace(env: TestEnv): Promise<void> {
   }
 }
 
-interface Server {
+export interface Server {
   target: Target;
   port: number;
   stats(): Promise<ServerStats>;
 }
 
-function serviceServer(svc: RunningAdmission, target: Target = 'service'): Server {
+export function serviceServer(svc: RunningAdmission, target: Target = 'service'): Server {
   return {
     target,
     port: svc.port,
@@ -403,7 +403,7 @@ export async function admissionDirect(
   }
 }
 
-async function runOnce(worker: ChildProcess, s: Server, spec: LoadSpec): Promise<ServerRun> {
+export async function runOnce(worker: ChildProcess, s: Server, spec: LoadSpec): Promise<ServerRun> {
   const before = await s.stats();
   const load = await ask<LoadResult>(worker, spec, 'result', (spec.durationSec + 60) * 1000);
   const after = await s.stats();
@@ -419,7 +419,7 @@ async function runOnce(worker: ChildProcess, s: Server, spec: LoadSpec): Promise
   };
 }
 
-function checkAnswer(r: BenchReview, status: number, body: string): void {
+export function checkAnswer(r: BenchReview, status: number, body: string): void {
   const want = expectedAnswer(r.name);
   const sent = JSON.parse(r.body) as { request: { uid: string } };
   let got: { response?: { uid?: string; allowed?: boolean; patch?: string } } = {};

@@ -201,10 +201,13 @@ export async function createClustersAndPods(
     podsPerCluster: number;
     configmaps: string[];
     concurrency: number;
+    /** The first cluster's index (a section that grows its set in steps). */
+    start?: number;
   },
 ): Promise<{ clusters: number; pods: number }> {
   const client = new KubeClient(kc, 'kd-bench');
-  const names = Array.from({ length: o.clusters }, (_, i) => `${o.prefix}-${String(i).padStart(4, '0')}`);
+  const start = o.start ?? 0;
+  const names = Array.from({ length: o.clusters }, (_, i) => `${o.prefix}-${String(start + i).padStart(4, '0')}`);
   await mapLimit(names, o.concurrency, (name, i) =>
     withRetry(`create kdcluster ${name}`, () =>
       client.request('POST', `/apis/${G.group}/${G.version}/namespaces/${namespace}/${G.plural}`, {

@@ -10,6 +10,10 @@ import { SETTLE_MS, type InContainerResult } from './in-container.js';
 import type { KubeletDefaultsResult, KubeletRun } from './kubelet-defaults.js';
 import type { MemoryFigures, MemoryResult } from './memory.js';
 import type { ProfileSummary } from './profile.js';
+import type { AdmissionGrowthResult } from './admission-growth.js';
+import { renderAdmissionGrowth, renderReconcilerGrowth } from './growth-report.js';
+import { table } from './markdown-table.js';
+import type { ReconcilerGrowthResult } from './reconciler-growth.js';
 import type { Scale } from './scale.js';
 import { round, spreadText, spreadVerdict } from './stats.js';
 
@@ -39,7 +43,14 @@ export interface BenchReport {
   loadAverageEnd?: number[];
   sections: Partial<
     Record<
-      'admission-direct' | 'admission-apiserver' | 'fanout' | 'in-container' | 'kubelet-defaults' | 'memory',
+      | 'admission-direct'
+      | 'admission-apiserver'
+      | 'admission-growth'
+      | 'fanout'
+      | 'in-container'
+      | 'kubelet-defaults'
+      | 'memory'
+      | 'reconciler-growth',
       SectionResult
     >
   >;
@@ -91,11 +102,6 @@ type Verdict = 'met' | 'NOT met' | 'n/a' | 'NOT measured' | 'within noise';
 const verdict = (ok: boolean | undefined): Verdict => (ok === undefined ? 'n/a' : ok ? 'met' : 'NOT met');
 /** A figure this run did not produce counts as not met, said as such. */
 const measured = (ok: boolean | undefined): Verdict => (ok === undefined ? 'NOT measured' : ok ? 'met' : 'NOT met');
-
-function table(head: string[], rows: (string | number)[][]): string {
-  const line = (cells: (string | number)[]) => `| ${cells.map((c) => String(c)).join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
-}
 
 const f = (v: number | undefined, unit = '') => (v === undefined || !Number.isFinite(v) ? '–' : `${v}${unit}`);
 
@@ -256,6 +262,18 @@ export function renderMarkdown(r: BenchReport): string {
   const kd = r.sections['kubelet-defaults'];
   if (kd?.result) out.push(...renderKubeletDefaults(kd.result as KubeletDefaultsResult, kd));
   if (mem) out.push(...renderMemory(mem, r.sections.memory!));
+  const ag = r.sections['admission-growth'];
+  if (ag?.result)
+    out.push(
+      ...sectionHead('Where admission cost grows: connections per cluster', ag),
+      ...renderAdmissionGrowth(ag.result as AdmissionGrowthResult, r.name),
+    );
+  const rg = r.sections['reconciler-growth'];
+  if (rg?.result)
+    out.push(
+      ...sectionHead('Where reconciler cost grows: member pods', rg),
+      ...renderReconcilerGrowth(rg.result as ReconcilerGrowthResult, r.name),
+    );
   for (const [name, s] of Object.entries(r.sections)) {
     if (!s?.error) continue;
     out.push(`## ${name}: FAILED`, '', '```', s.error, '```', '');

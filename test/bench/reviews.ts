@@ -35,12 +35,14 @@ export function seedObjects(): Obj[] {
   ];
 }
 
+export interface Connections {
+  clusters: string[];
+  configmaps: string[];
+  secrets: string[];
+}
+
 /** The kdcluster a user would write: two roles, connections to clusters, ConfigMaps and a Secret. */
-export function notebookCluster(
-  name: string,
-  connections: { clusters: string[]; configmaps: string[]; secrets: string[] },
-  generator?: number,
-): Obj {
+export function notebookCluster(name: string, connections: Connections, generator?: number): Obj {
   const role = (id: string, members: number, cpu: string, memory: string) => ({
     id,
     members,
@@ -209,12 +211,19 @@ export interface BenchReview {
 
 /**
  * The four reviews the API server sends for a kdcluster write (validating and mutating, CREATE and
- * UPDATE). The UPDATE adds a cluster and a ConfigMap, so it is allowed, checks every connection
- * against connectable_to, and makes the mutating webhook raise configMetaGenerator.
+ * UPDATE). By default the UPDATE adds a cluster and a ConfigMap, so it is allowed, checks every
+ * connection against connectable_to, and makes the mutating webhook raise configMetaGenerator; the
+ * growth section passes its own connections (the CREATE carries `after`).
  */
-export function benchReviews(namespace: string): BenchReview[] {
-  const before = { clusters: ['train-0', 'train-1'], configmaps: ['model-0'], secrets: ['creds'] };
-  const after = { clusters: ['train-0', 'train-1', 'train-2'], configmaps: ['model-0', 'model-1'], secrets: ['creds'] };
+export function benchReviews(
+  namespace: string,
+  before: Connections = { clusters: ['train-0', 'train-1'], configmaps: ['model-0'], secrets: ['creds'] },
+  after: Connections = {
+    clusters: ['train-0', 'train-1', 'train-2'],
+    configmaps: ['model-0', 'model-1'],
+    secrets: ['creds'],
+  },
+): BenchReview[] {
   const name = 'nb-bench';
   // Created with `kubectl apply` (client-side: the last-applied annotation), updated with server-side apply.
   const create = stored(notebookCluster(name, after), namespace, {

@@ -8,7 +8,7 @@
  * as failed and the others still run.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startControlPlane } from '../controlplane/controlplane.js';
@@ -23,6 +23,9 @@ import { reconcilerMemory } from './memory.js';
 import { summarizeProfiles } from './profile.js';
 import { renderMarkdown, type BenchReport, type SectionResult } from './report.js';
 import { SCALES, type Scale } from './scale.js';
+import { admissionGrowth, type AdmissionGrowthResult } from './admission-growth.js';
+import { growthPlots } from './growth-report.js';
+import { reconcilerGrowth, type ReconcilerGrowthResult } from './reconciler-growth.js';
 import { installCrds } from '../support/crds.js';
 import { type RunningAdmission, startAdmission } from '../support/services.js';
 
@@ -32,10 +35,12 @@ const SHIPPED_LOG_LEVEL = '--log-level=info';
 const SECTIONS = [
   'admission-direct',
   'admission-apiserver',
+  'admission-growth',
   'fanout',
   'in-container',
   'kubelet-defaults',
   'memory',
+  'reconciler-growth',
 ] as const;
 type SectionName = (typeof SECTIONS)[number];
 
@@ -89,11 +94,23 @@ if (values.help) {
   process.exit(0);
 }
 
+/** The Markdown report and the growth plots beside it (the JSON is the run's record and is not rewritten). */
+function writeRendered(report: BenchReport, dir: string): string {
+  const md = join(dir, `${report.name}.md`);
+  writeFileSync(md, renderMarkdown(report));
+  const growth = (k: 'admission-growth' | 'reconciler-growth') => report.sections[k]?.result;
+  for (const plot of growthPlots(
+    report.name,
+    growth('admission-growth') as AdmissionGrowthResult | undefined,
+    growth('reconciler-growth') as ReconcilerGrowthResult | undefined,
+  ))
+    writeFileSync(join(dir, plot.file), plot.png);
+  return md;
+}
+
 if (values.render) {
   const report = JSON.parse(readFileSync(values.render, 'utf8')) as BenchReport;
-  const md = values.render.replace(/\.json$/, '') + '.md';
-  writeFileSync(md, renderMarkdown(report));
-  console.log(`wrote ${md}`);
+  console.log(`wrote ${writeRendered(report, dirname(resolve(values.render)))}`);
   process.exit(0);
 }
 
@@ -200,9 +217,15 @@ let svc: RunningAdmission | undefined;
 let peer: GoPeer | undefined;
 const variants: Variant[] = [];
 try {
-  if (wanted('admission-direct') || wanted('admission-apiserver'))
-    await admission().catch((e) => failed(['admission-direct', 'admission-apiserver'], e));
-  if (wanted('fanout') || wanted('in-container') || wanted('kubelet-defaults') || wanted('memory')) {
+  if (wanted('admission-direct') || wanted('admission-apiserver') || wanted('admission-growth'))
+    await admission().catch((e) => failed(['admission-direct', 'admission-apiserver', 'admission-growth'], e));
+  if (
+    wanted('fanout') ||
+    wanted('in-container') ||
+    wanted('kubelet-defaults') ||
+    wanted('memory') ||
+    wanted('reconciler-growth')
+  ) {
     const env = await benchEnv(cp, 'bench-crds');
     await installCrds(env);
   }
@@ -227,6 +250,7 @@ try {
         : {}),
     }),
   );
+  await section('reconciler-growth', () => reconcilerGrowth(cp, scale, logDir));
 } finally {
   await svc?.stop().catch(() => undefined);
   for (const v of variants.splice(0)) await v.svc.stop().catch(() => undefined);
@@ -281,6 +305,9 @@ async function admission(): Promise<void> {
     }),
   );
   await section('admission-apiserver', () => admissionApiServer(cp, env, running, scale, goPeer));
+  await section('admission-growth', () =>
+    admissionGrowth(env, running, scale.growth, scale.direct, { pin: !values['no-pin'] }),
+  );
   await svc.stop();
   svc = undefined;
   for (const v of variants.splice(0)) await v.svc.stop();
@@ -293,8 +320,6 @@ report.finishedAt = new Date().toISOString();
 report.totalSeconds = Math.round(total() / 1000);
 report.loadAverageEnd = loadAverage();
 
-const jsonPath = join(outDir, `${name}.json`);
-const mdPath = join(outDir, `${name}.md`);
-writeFileSync(jsonPath, JSON.stringify(report, null, 2) + '\n');
-writeFileSync(mdPath, renderMarkdown(report));
+writeFileSync(join(outDir, `${name}.json`), JSON.stringify(report, null, 2) + '\n');
+const mdPath = writeRendered(report, outDir);
 say(`report: ${mdPath} (+ .json), ${report.totalSeconds} s in total`);

@@ -44,6 +44,11 @@ export interface Scale {
     /** Longest wait for the reconciler to deliver to every pod once it leads. */
     deliveryDeadlineSec: number;
   };
+  /**
+   * Where cost grows (admission-growth, reconciler-growth): connections per cluster in the reviews, at
+   * `rate` reviews/s; member pods of the growing cluster set (5 per cluster).
+   */
+  growth: { connections: number[]; rate: number; pods: number[] };
   /** Objects created at once in the smaller sections. */
   createConcurrency: number;
 }
@@ -58,6 +63,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     inContainer: { clusters: 2, podsPerCluster: 2, deadlineSec: 120 },
     kubeletDefaults: { pods: 2, edits: 3, deadlineSec: 120 },
     memory: { clusters: 100, podsPerCluster: 5, createConcurrency: 16, deliveryDeadlineSec: 60 },
+    growth: { connections: [1, 10, 30], rate: 200, pods: [100, 250, 500] },
     createConcurrency: 16,
   },
   small: {
@@ -68,6 +74,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     inContainer: { clusters: 10, podsPerCluster: 5, deadlineSec: 300 },
     kubeletDefaults: { pods: 7, edits: 50, deadlineSec: 150 },
     memory: { clusters: 2000, podsPerCluster: 5, createConcurrency: 24, deliveryDeadlineSec: 240 },
+    growth: { connections: [1, 3, 10, 30, 100], rate: 500, pods: [1000, 2500, 5000, 10_000] },
     createConcurrency: 16,
   },
   large: {
@@ -78,6 +85,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     inContainer: { clusters: 20, podsPerCluster: 5, deadlineSec: 600 },
     kubeletDefaults: { pods: 7, edits: 50, deadlineSec: 150 },
     memory: { clusters: 10_000, podsPerCluster: 5, createConcurrency: 64, deliveryDeadlineSec: 1200 },
+    growth: { connections: [1, 3, 10, 30, 100], rate: 500, pods: [1000, 2500, 5000, 10_000, 25_000, 50_000] },
     createConcurrency: 32,
   },
 };
