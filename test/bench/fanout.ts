@@ -45,6 +45,8 @@ export interface FanoutResult {
     podsUpdated: number;
     /** Until the reconciler is quiet again (status written everywhere). */
     settledMs: number;
+    /** From the edit until the API server answered the reconciler's last object write (audit log). */
+    writesMs?: number;
     writes: WriteCounts;
     minimum: number;
     /** (bumps + status + pod patches) / minimum. */
@@ -146,6 +148,7 @@ export async function fanout(cp: ControlPlane, scale: Scale, logDir?: string): P
       allPodsMs: round(times[times.length - 1]!),
       podsUpdated: updatedAt.size,
       settledMs: round(settledMs),
+      ...(writes.lastObjectWriteAt ? { writesMs: round(writes.lastObjectWriteAt - since.getTime()) } : {}),
       writes,
       minimum,
       ratio: round((writes.kdclusters + writes['kdclusters/status'] + writes.pods + writes.other) / minimum),

@@ -141,6 +141,8 @@ export interface WriteCounts {
   other: number;
   /** Of all the above, those that did not succeed (e.g. a refused precondition). */
   failed: number;
+  /** When the last object write (not an event or the Lease) was answered, ms since the epoch. */
+  lastObjectWriteAt?: number;
 }
 
 /** Writes by the reconciler's user agent in the audit log since `since` (all namespaces unless given). */
@@ -164,6 +166,8 @@ export function reconcilerWrites(auditLogPath: string, since: Date, namespace?: 
   for (const e of events) {
     const k = kindOf(e);
     out[k]++;
+    if (k !== 'events' && k !== 'leases' && e.stageTimestamp)
+      out.lastObjectWriteAt = Math.max(out.lastObjectWriteAt ?? 0, Date.parse(e.stageTimestamp));
     const code = e.responseStatus?.code ?? 0;
     if (code < 200 || code >= 300) out.failed++;
   }

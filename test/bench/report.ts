@@ -678,10 +678,22 @@ function renderFanout(x: FanoutResult, s: SectionResult): string[] {
     `Reconciler RSS at the end: ${x.reconcilerRssMiB} MiB.`,
     '',
     x.raw
-      ? `API server's limit (reconciler stopped): a bare client (${x.raw.transport ?? 'client-node, a TLS connection per request'}${rawRuns(x.raw)}) made the same ${x.raw.pods} pod patches (configmeta + hash replaced by values of the same size, the same \`test\` preconditions, ~${x.raw.meanPatchBytes} B each, ${x.raw.concurrency.clusters} clusters × ${x.raw.concurrency.podsPerCluster} pods in flight as the reconciler's defaults) in ${x.raw.seconds} s: **${x.raw.patchesPerSecond} patches/s** (${x.raw.failed} failed). The reconciler delivered ${x.edit.podsUpdated} pods in ${f(x.edit.allPodsMs, ' ms')} after the edit: ${x.deliveryPerSecond} pods/s, **${x.deliveryRatioToRaw}** of the bare client's rate.`
+      ? `API server's limit (reconciler stopped): a bare client (${x.raw.transport ?? 'client-node, a TLS connection per request'}${rawRuns(x.raw)}) made the same ${x.raw.pods} pod patches (configmeta + hash replaced by values of the same size, the same \`test\` preconditions, ~${x.raw.meanPatchBytes} B each, ${x.raw.concurrency.clusters} clusters × ${x.raw.concurrency.podsPerCluster} pods in flight as the reconciler's defaults) in ${x.raw.seconds} s: **${x.raw.patchesPerSecond} patches/s** (${x.raw.failed} failed). The reconciler delivered ${x.edit.podsUpdated} pods in ${f(x.edit.allPodsMs, ' ms')} after the edit: ${x.deliveryPerSecond} pods/s, **${x.deliveryRatioToRaw}** of the bare client's rate.${allWritesText(x)}`
       : `API server's limit not measured${x.rawError ? `: ${x.rawError}` : ''}.`,
     '',
   ];
+}
+
+/**
+ * Every write of the edit (audit log) per second against the same limit: a delivery needs a generator bump
+ * and a status write per cluster besides each pod's patch, so pods ÷ pod-only limit cannot pass pods ÷ writes.
+ */
+function allWritesText(x: FanoutResult): string {
+  const w = x.edit.writes;
+  const writes = w.kdclusters + w['kdclusters/status'] + w.pods;
+  if (!x.raw || !x.edit.writesMs) return '';
+  const perSecond = round(writes / (x.edit.writesMs / 1000));
+  return ` All ${writes} writes of the edit (audit log: ${w.kdclusters} bumps, ${w['kdclusters/status']} status, ${w.pods} pods), the last answered ${f(x.edit.writesMs, ' ms')} after the edit: ${perSecond} writes/s, ${round(perSecond / x.raw.patchesPerSecond)} of the bare client's rate; with ${x.pods / x.clusters} pods a cluster a pod rate can be at most ${round(w.pods / writes)} of a writes rate.`;
 }
 
 function renderInContainer(x: InContainerResult, s: SectionResult): string[] {

@@ -14,6 +14,8 @@ export interface AuditEvent {
   objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string; apiGroup?: string };
   responseStatus?: { code?: number };
   requestReceivedTimestamp: string;
+  /** When the stage was reached: for ResponseComplete, when the answer was complete. */
+  stageTimestamp?: string;
 }
 
 export function readAudit(path: string): AuditEvent[] {
