@@ -3,8 +3,8 @@
  * f in log n, n and n², the one with the smallest squared error named, unless it explains less than 1 %
  * more of the variance than the straight line (then n). n log n is not among them: over the ranges
  * measured (1–100, 1k–50k) a straight line explains 99.5 % of an exact n log n, so no run could tell them
- * apart. A cost that moves by less than 10 % of its mean across the whole range, or whose best fit
- * explains under half the variance, is called flat.
+ * apart. A cost that moves by less than 10 % of its mean across the whole range is called flat; one that
+ * moves more but that no shape fits to R² 0.8 (noise, a collection that came or did not) is unclear.
  */
 import { round } from './stats.js';
 
@@ -14,9 +14,9 @@ export interface Point {
 }
 
 export interface GrowthFit {
-  /** 'flat', 'log n', 'n' or 'n²'. */
+  /** 'flat', 'unclear', 'log n', 'n' or 'n²'. */
   shape: string;
-  /** y = intercept + slope · f(n) for the named shape (absent when flat). */
+  /** y = intercept + slope · f(n) for the named shape (absent when flat or unclear). */
   intercept?: number;
   slope?: number;
   r2?: number;
@@ -60,8 +60,8 @@ export function fitGrowth(points: readonly Point[]): GrowthFit {
   const ys = sorted.map((p) => p.y);
   const fits = SHAPES.map(([shape, f]) => ({ shape, ...leastSquares(sorted, f) })).filter((s) => s.slope > 0);
   let best = fits.sort((a, b) => a.sse - b.sse)[0];
-  if (!best || Math.max(...ys) - Math.min(...ys) < 0.1 * Math.abs(lin.mean) || best.r2 < 0.5)
-    return { shape: 'flat', linear, growth };
+  if (Math.max(...ys) - Math.min(...ys) < 0.1 * Math.abs(lin.mean)) return { shape: 'flat', linear, growth };
+  if (!best || best.r2 < 0.8) return { shape: 'unclear', linear, growth };
   // Another shape is named only when it explains clearly more than a straight line: a few noisy points
   // fit n log n or n² a little better by chance.
   if (best.shape !== 'n' && lin.slope > 0 && best.r2 - lin.r2 < 0.01) best = { shape: 'n', ...lin };
@@ -79,6 +79,11 @@ export function fitGrowth(points: readonly Point[]): GrowthFit {
 export function describeFit(fit: GrowthFit, unit: string, per = 1): string {
   const l = fit.linear;
   const marginal = `${l.slope * per >= 0 ? '+' : ''}${round(l.slope * per)} ${unit} per ${per === 1 ? 'unit' : per}`;
-  const shape = fit.shape === 'flat' ? 'flat' : `${fit.shape} (R² ${fit.r2})`;
+  const shape =
+    fit.shape === 'flat'
+      ? 'flat'
+      : fit.shape === 'unclear'
+        ? 'no shape fits (R² < 0.8)'
+        : `${fit.shape} (R² ${fit.r2})`;
   return `${shape}; straight line: ${marginal} above ${round(l.intercept)} ${unit} (R² ${l.r2}); ×${fit.growth} over the range`;
 }
