@@ -68,6 +68,7 @@ export default {
   testTimeout: 60_000,
   // Three test files at once on CI's two cores: the cluster tests mostly wait on the API server, the
   // kubelet and timers (with two workers the machine was about half busy), so a third cuts the run
-  // (911 → 709 s on a fresh clone) without starving any; every test must hold under that load anyway.
+  // (jest 911 s with two on a fresh clone of 4d6b8fe, 709 s with three on the same test code) without
+  // starving any; every test must hold under that load anyway.
   maxWorkers: 3,
 };

@@ -1,7 +1,7 @@
 /**
  * How a cost grows with size, stated from the points measured: least-squares fits of y = a + b·f(n) for
- * f in log n, n and n², the one with the smallest squared error named, unless it explains less than 1 %
- * more of the variance than the straight line (then n). n log n is not among them: over the ranges
+ * f in log n, n and n², the one with the smallest squared error named, unless it leaves more than half
+ * the straight line's squared error (then n). n log n is not among them: over the ranges
  * measured (1–100, 1k–50k) a straight line explains 99.5 % of an exact n log n, so no run could tell them
  * apart. A cost that moves by less than 10 % of its mean across the whole range is called flat; one that
  * moves more but that no shape fits to R² 0.8 (noise, a collection that came or did not) is unclear.
@@ -61,10 +61,10 @@ export function fitGrowth(points: readonly Point[]): GrowthFit {
   const fits = SHAPES.map(([shape, f]) => ({ shape, ...leastSquares(sorted, f) })).filter((s) => s.slope > 0);
   let best = fits.sort((a, b) => a.sse - b.sse)[0];
   if (Math.max(...ys) - Math.min(...ys) < 0.1 * Math.abs(lin.mean)) return { shape: 'flat', linear, growth };
+  // A curve is named only when it leaves at most half the straight line's squared error: a few noisy
+  // points fit n² or log n a little better by chance.
+  if (best && best.shape !== 'n' && lin.slope > 0 && best.sse > 0.5 * lin.sse) best = { shape: 'n', ...lin };
   if (!best || best.r2 < 0.8) return { shape: 'unclear', linear, growth };
-  // Another shape is named only when it explains clearly more than a straight line: a few noisy points
-  // fit n log n or n² a little better by chance.
-  if (best.shape !== 'n' && lin.slope > 0 && best.r2 - lin.r2 < 0.01) best = { shape: 'n', ...lin };
   return {
     shape: best.shape,
     intercept: round(best.intercept),

@@ -53,6 +53,16 @@ describe('growth report', () => {
     expect(adm).toContain('](run-x-admission-growth.png)');
   });
 
+  it('says when a cost does not grow, and when no shape fits', () => {
+    const p99 = [3.466, 2.508, 3.002, 2.383, 3.287];
+    const noisy = { ...admission, steps: admission.steps.map((s, i) => ({ ...s, p99Ms: p99[i]! })) };
+    expect(renderAdmissionGrowth(noisy, 'r').join('\n')).toContain(
+      '- p99 at 500/s against connections: no shape fits (R² < 0.8); straight line:',
+    );
+    const flat = { ...admission, steps: admission.steps.map((s) => ({ ...s, p99Ms: 3 + s.connections / 1000 })) };
+    expect(renderAdmissionGrowth(flat, 'r').join('\n')).toContain('- p99 at 500/s against connections: flat;');
+  });
+
   it('a stopped run says so and keeps the steps it finished', () => {
     const md = renderReconcilerGrowth({ ...reconciler, steps: reconciler.steps.slice(0, 2), error: 'deadline' }, 'r');
     expect(md.join('\n')).toContain('Stopped early: deadline');

@@ -1,8 +1,8 @@
 /**
  * Where reconciler cost grows (issue 31 item 6): one reconciler leads while the set of clusters (5 member
  * pods each, all connected to one ConfigMap) grows in steps, e.g. 1,000 → 50,000 pods. At each step: the
- * new objects are created and delivered to, the ConfigMap is edited, and the fan-out is timed until the
- * reconciler has patched every pod (its own write counter, polled every 250 ms: that is the resolution);
+ * new objects are created and delivered to, the ConfigMap is edited (`kubectl patch`, whose start-up the
+ * time includes), and the fan-out is timed until the reconciler has patched every pod (its own write counter, polled every 250 ms: that is the resolution);
  * then RSS is taken once it has been quiet for SETTLE_MS, as the memory section takes the leader's.
  * The pods never run (no node): what grows is the caches, the plan and the writes, not the kubelet.
  */
@@ -25,13 +25,13 @@ const SETTLE_MS = 20_000;
 export interface ReconcilerGrowthStep {
   pods: number;
   clusters: number;
-  /** Creating this step's new clusters and pods, and the reconciler's first delivery to them. */
+  /** Creating this step's new clusters and pods, and the reconciler's first delivery to them (until quiet for 2 s). */
   createSeconds: number;
   deliverSeconds: number;
-  /** From the ConfigMap PATCH being sent until the reconciler had patched every pod. */
+  /** From starting `kubectl patch` of the ConfigMap (its start-up included) until the reconciler had patched every pod. */
   fanoutSeconds: number;
   patchesPerSecond: number;
-  /** RSS at its highest from the edit on, and SETTLE_MS after the reconciler went quiet. */
+  /** RSS at its highest from the edit on (the garbage of this step's delivery to the new pods included), and SETTLE_MS after it went quiet. */
   peakRssMiB: number;
   rssMiB: number;
   heapUsedMiB: number;
