@@ -2,8 +2,9 @@
  * Where reconciler cost grows (issue 31 item 6): one reconciler leads while the set of clusters (5 member
  * pods each, all connected to one ConfigMap) grows in steps, e.g. 1,000 → 50,000 pods. At each step: the
  * new objects are created and delivered to, the ConfigMap is edited (`kubectl patch`, whose start-up the
- * time includes), and the fan-out is timed until the reconciler has patched every pod (its own write counter, polled every 250 ms: that is the resolution);
- * then RSS is taken once it has been quiet for SETTLE_MS, as the memory section takes the leader's.
+ * time includes), and the fan-out is timed until the reconciler has patched every pod (its own write
+ * counter, polled every 250 ms: that is the resolution); then RSS is taken once it has been quiet for
+ * SETTLE_MS, as the memory section takes the leader's. One sample per step.
  * The pods never run (no node): what grows is the caches, the plan and the writes, not the kubelet.
  */
 import { writeFileSync } from 'node:fs';
@@ -25,13 +26,17 @@ const SETTLE_MS = 20_000;
 export interface ReconcilerGrowthStep {
   pods: number;
   clusters: number;
-  /** Creating this step's new clusters and pods, and the reconciler's first delivery to them (until quiet for 2 s). */
+  /** Creating this step's new clusters and pods, and the first delivery to them (until quiet for 2 s). */
   createSeconds: number;
   deliverSeconds: number;
-  /** From starting `kubectl patch` of the ConfigMap (its start-up included) until the reconciler had patched every pod. */
+  /** From starting `kubectl patch` of the ConfigMap (its start-up included) until every pod was patched. */
   fanoutSeconds: number;
+  /** Pods ÷ fanoutSeconds (the bumps and status writes of the fan-out happen in the same time). */
   patchesPerSecond: number;
-  /** RSS at its highest from the edit on (the garbage of this step's delivery to the new pods included), and SETTLE_MS after it went quiet. */
+  /**
+   * RSS at its highest from the edit on (the garbage of this step's delivery to its new pods included), and
+   * SETTLE_MS after the reconciler went quiet.
+   */
   peakRssMiB: number;
   rssMiB: number;
   heapUsedMiB: number;
