@@ -16,7 +16,16 @@ import type { LoadResult, LoadSpec } from './load-worker.js';
 import { ask, forkHelper, httpsPost, negotiatedTls, pin, stopHelper } from './probes.js';
 import { metricSum } from '../support/prometheus-text.js';
 import type { GoPeer } from './go-peer.js';
-import { benchReviews, deniedReviews, expectedAnswer, seedObjects, SEED, type BenchReview } from './reviews.js';
+import {
+  benchReviews,
+  deniedReviews,
+  expectedAnswer,
+  loadRequests,
+  meanReviewBytes,
+  seedObjects,
+  SEED,
+  type BenchReview,
+} from './reviews.js';
 import type { Scale } from './scale.js';
 import { median, round, spread, type Spread } from './stats.js';
 import { type RunningAdmission } from '../support/services.js';
@@ -156,7 +165,12 @@ export async function comparePeerAnswers(
 
 export async function seedAdmissionNamespace(env: TestEnv): Promise<void> {
   await apply(env, seedObjects());
-  for (const c of SEED.clusters) {
+  await markClustersReady(env, SEED.clusters);
+}
+
+/** Status of kdclusters with every member ready, as the reconciler would report them. */
+export async function markClustersReady(env: TestEnv, names: readonly string[]): Promise<void> {
+  for (const c of names) {
     await kubectlOk(env, [
       'patch',
       'kdcluster',
@@ -273,12 +287,7 @@ export async function admissionDirect(
       pinned = ok ? { server: 0, loadGenerator: 1 } : false;
     }
 
-    const requests = reviews.map((r) => ({
-      method: 'POST' as const,
-      path: r.path,
-      headers: { 'content-type': 'application/json' },
-      body: r.body,
-    }));
+    const requests = loadRequests(reviews);
     const load = (s: Server, durationSec: number, rate?: number) =>
       runOnce(worker, s, {
         url: `https://127.0.0.1:${s.port}`,
@@ -362,7 +371,7 @@ export async function admissionDirect(
     });
     return {
       reviews: reviews.map((r) => ({ name: r.name, path: r.path.split('?')[0]!, bytes: Buffer.byteLength(r.body) })),
-      meanReviewBytes: Math.round(reviews.reduce((n, r) => n + Buffer.byteLength(r.body), 0) / reviews.length),
+      meanReviewBytes: meanReviewBytes(reviews),
       lookupsPerReview,
       tls: tlsInfo,
       pinned,

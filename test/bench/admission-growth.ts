@@ -5,14 +5,13 @@
  * mutating webhook raises configMetaGenerator. Per k: p99 at a fixed rate (the target's 500/s) and CPU
  * per review at full load, on the service started for the admission sections.
  */
-import { KubeClient } from '@kd-connections/shared/runtime';
 import type { TestEnv } from '../support/cluster.js';
 import { apply, configMap, kdCluster } from '../support/kd-objects.js';
 import { type RunningAdmission } from '../support/services.js';
-import { checkAnswer, runOnce, serviceServer } from './admission-direct.js';
+import { checkAnswer, markClustersReady, runOnce, serviceServer } from './admission-direct.js';
 import { say } from './env.js';
 import { forkHelper, httpsPost, pin, stopHelper } from './probes.js';
-import { benchReviews, SEED, type Connections } from './reviews.js';
+import { benchReviews, loadRequests, meanReviewBytes, SEED, type Connections } from './reviews.js';
 import type { Scale } from './scale.js';
 import { round } from './stats.js';
 
@@ -65,16 +64,10 @@ export async function admissionGrowth(
     ...Array.from({ length: Math.floor(most / 2) }, (_, i) => configMap(configMapName(i), { path: `/g/${i}` })),
   ]);
   // Ready, like the connected clusters of admission-direct's seed.
-  const client = new KubeClient(env.kc, 'kd-bench');
-  try {
-    for (let i = 0; i < clusters; i++)
-      await client.jsonPatch(
-        `/apis/kubedirector.hpe.com/v1beta1/namespaces/${env.namespace}/kubedirectorclusters/${clusterName(i)}/status`,
-        [{ op: 'add', path: '/status', value: { members: { total: 1, ready: 1, synced: 1 } } }],
-      );
-  } finally {
-    client.close();
-  }
+  await markClustersReady(
+    env,
+    Array.from({ length: clusters }, (_, i) => clusterName(i)),
+  );
 
   const worker = forkHelper('./load-worker.ts');
   const server = serviceServer(svc);
@@ -92,12 +85,7 @@ export async function admissionGrowth(
         const res = await httpsPost(svc.url(r.path), r.body, env.info.webhookCaPem);
         checkAnswer(r, res.status, res.body);
       }
-      const requests = reviews.map((r) => ({
-        method: 'POST' as const,
-        path: r.path,
-        headers: { 'content-type': 'application/json' },
-        body: r.body,
-      }));
+      const requests = loadRequests(reviews);
       const load = (durationSec: number, rate?: number) =>
         runOnce(worker, server, {
           url: `https://127.0.0.1:${svc.port}`,
@@ -114,7 +102,7 @@ export async function admissionGrowth(
         connections: k,
         clusters: after.clusters.length,
         configmaps: after.configmaps.length,
-        meanReviewBytes: Math.round(reviews.reduce((n, r) => n + Buffer.byteLength(r.body), 0) / reviews.length),
+        meanReviewBytes: meanReviewBytes(reviews),
         rate: scale.rate,
         p50Ms: round(atRate.load.latencyMs.p50),
         p99Ms: round(atRate.load.latencyMs.p99),

@@ -81,27 +81,23 @@ class Canvas implements Raster {
     return s.length * (GLYPH_WIDTH + 1) * scale - scale;
   }
 
-  text(s: string, x: number, y: number, c: Rgb = INK, scale = TEXT): void {
-    [...s].forEach((ch, k) => {
-      const rows = glyphRows(ch);
-      const left = x + k * (GLYPH_WIDTH + 1) * scale;
-      rows.forEach((bits, row) => {
+  /** Calls `put(along, across)` for every lit pixel of `s`: along the text's baseline, across it downwards. */
+  private glyphs(s: string, scale: number, put: (along: number, across: number) => void): void {
+    [...s].forEach((ch, k) =>
+      glyphRows(ch).forEach((bits, row) => {
         for (let col = 0; col < GLYPH_WIDTH; col++)
-          if (bits & (1 << (GLYPH_WIDTH - 1 - col))) this.rect(left + col * scale, y + row * scale, scale, scale, c);
-      });
-    });
+          if (bits & (1 << (GLYPH_WIDTH - 1 - col))) put((k * (GLYPH_WIDTH + 1) + col) * scale, row * scale);
+      }),
+    );
   }
 
-  /** Text turned a quarter left (for the y axis label), its baseline along x. */
+  text(s: string, x: number, y: number, c: Rgb = INK, scale = TEXT): void {
+    this.glyphs(s, scale, (along, across) => this.rect(x + along, y + across, scale, scale, c));
+  }
+
+  /** Text turned a quarter left (for the y axis label), read from bottom to top. */
   textUp(s: string, x: number, y: number, c: Rgb = INK, scale = TEXT): void {
-    [...s].forEach((ch, k) => {
-      const rows = glyphRows(ch);
-      const bottom = y - k * (GLYPH_WIDTH + 1) * scale;
-      rows.forEach((bits, row) => {
-        for (let col = 0; col < GLYPH_WIDTH; col++)
-          if (bits & (1 << (GLYPH_WIDTH - 1 - col))) this.rect(x + row * scale, bottom - col * scale, scale, scale, c);
-      });
-    });
+    this.glyphs(s, scale, (along, across) => this.rect(x + across, y - along, scale, scale, c));
   }
 }
 

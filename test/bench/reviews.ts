@@ -264,6 +264,20 @@ export function benchReviews(
   ];
 }
 
+/** The reviews as the load generator's requests. */
+export function loadRequests(reviews: readonly BenchReview[]) {
+  return reviews.map((r) => ({
+    method: 'POST' as const,
+    path: r.path,
+    headers: { 'content-type': 'application/json' },
+    body: r.body,
+  }));
+}
+
+export function meanReviewBytes(reviews: readonly BenchReview[]): number {
+  return Math.round(reviews.reduce((n, r) => n + Buffer.byteLength(r.body), 0) / reviews.length);
+}
+
 /** What each review must be answered with (checked once before any load). */
 export function expectedAnswer(kind: ReviewKind): { allowed: true; patch: boolean } {
   return { allowed: true, patch: kind.startsWith('mutate') };
