@@ -96,26 +96,30 @@ export function benchMemberPod(
   name: string,
   cluster: string,
   app: { image: string; command: string[]; memory: string },
+  /** Changes the pod before the webhook's part is added (the node-agent prototype opts out of it). */
+  prepare: (pod: Record<string, any>) => Record<string, any> = (pod) => pod,
 ): Record<string, unknown> {
-  return withDelivery({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': 'worker' } },
-    spec: {
-      hostNetwork: true,
-      tolerations: [TEST_NODE_TOLERATION],
-      terminationGracePeriodSeconds: 1,
-      containers: [
-        {
-          name: 'app',
-          image: app.image,
-          imagePullPolicy: 'Never',
-          command: app.command,
-          resources: { requests: { cpu: '1m', memory: app.memory } },
-        },
-      ],
-    },
-  });
+  return withDelivery(
+    prepare({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, labels: { 'kubedirector.hpe.com/kdcluster': cluster, 'kubedirector.hpe.com/role': 'worker' } },
+      spec: {
+        hostNetwork: true,
+        tolerations: [TEST_NODE_TOLERATION],
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'app',
+            image: app.image,
+            imagePullPolicy: 'Never',
+            command: app.command,
+            resources: { requests: { cpu: '1m', memory: app.memory } },
+          },
+        ],
+      },
+    }),
+  );
 }
 
 export async function inContainer(cp: ControlPlane, scale: Scale): Promise<InContainerResult> {

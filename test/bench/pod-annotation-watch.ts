@@ -31,6 +31,9 @@ export async function watchPodAnnotation(
     done = ok;
     failed = fail;
   });
+  // A caller that reads only `seen` never awaits `all`: its rejection (a watch idle past client-node's
+  // timeout) must not end the process as an unhandled one.
+  all.catch(() => undefined);
   const req = await new Watch(kc).watch(
     `/api/v1/namespaces/${namespace}/pods`,
     { resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },

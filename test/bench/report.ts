@@ -7,7 +7,7 @@ import type { DirectResult, ServerRun, VariantSpec } from './admission-direct.js
 import type { MachineInfo } from './env.js';
 import type { FanoutResult } from './fanout.js';
 import { SETTLE_MS, type InContainerResult } from './in-container.js';
-import type { KubeletDefaultsResult, KubeletRun } from './kubelet-defaults.js';
+import type { KubeletDefaultsResult, KubeletRun, PathFigures } from './kubelet-defaults.js';
 import type { MemoryFigures, MemoryResult } from './memory.js';
 import type { ProfileSummary } from './profile.js';
 import type { AdmissionGrowthResult } from './admission-growth.js';
@@ -452,12 +452,17 @@ function peerRows(
   const kd = r.sections['kubelet-defaults']?.result as KubeletDefaultsResult | undefined;
   const kubeletRun = (name: string) => kd?.runs.find((x) => x.syncFrequency === name);
   const [dflt, harness] = [kubeletRun('default'), kubeletRun('10s')];
-  const runText = (x: KubeletRun) =>
-    `p50 **${f(x.p50Ms, ' ms')}**, p90 ${f(x.p90Ms, ' ms')}, max **${f(x.maxMs, ' ms')}** (${x.deliveries}/${x.edits * x.pods} deliveries, ${x.slow.length} over 5 s)`;
+  const runText = (x: PathFigures, total: number) =>
+    `p50 **${f(x.p50Ms, ' ms')}**, p90 ${f(x.p90Ms, ' ms')}, max **${f(x.maxMs, ' ms')}** (${x.deliveries}/${total} deliveries, ${x.slow.length} over 5 s)`;
+  const product = (x: KubeletRun) => runText(x, x.edits * x.pods);
+  const agents = (x: KubeletRun | undefined, kubelet: string) =>
+    x?.agent ? `; node-agent prototype, ${kubelet}: ${runText(x.agent, x.edits * x.agent.pods)}` : '';
   rows.push([
     `ConfigMap edit → readable by configcli, ${dflt ? `${dflt.edits} edits × ${dflt.pods} pods` : 'edit after edit'}, kubelet defaults (syncFrequency 1m)`,
-    dflt ? runText(dflt) : '–',
-    harness ? `the harness's kubelet (syncFrequency 10s): ${runText(harness)}` : '–',
+    dflt ? product(dflt) : '–',
+    harness
+      ? `the harness's kubelet (syncFrequency 10s): ${product(harness)}${agents(harness, '10s')}${agents(dflt, 'defaults')}`
+      : '–',
     `p50 ≤ ${T.inContainerP50Ms / 1000} s, max ≤ ${T.inContainerMaxMs / 1000} s`,
     measured(
       dflt ? dflt.missing === 0 && dflt.p50Ms <= T.inContainerP50Ms && dflt.maxMs <= T.inContainerMaxMs : undefined,
@@ -719,11 +724,26 @@ function renderInContainer(x: InContainerResult, s: SectionResult): string[] {
 }
 
 function renderKubeletDefaults(x: KubeletDefaultsResult, s: SectionResult): string[] {
+  const row = (sync: string, path: string, r: PathFigures, total: number, extra = '') => [
+    sync === 'default' ? "unset (the kubelet's default, 1m)" : sync,
+    path,
+    `${r.deliveries}/${total}${r.missing ? ` (${r.missing} missing)` : ''}`,
+    f(r.p50Ms, ' ms'),
+    f(r.p90Ms, ' ms'),
+    f(r.maxMs, ' ms'),
+    r.patched ? `${f(r.patched.p50Ms, ' ms')}, ${f(r.patched.maxMs, ' ms')}` : '–',
+    r.slow
+      .map((d) => `${d.edit}, ${d.pod}, ${d.ms}${d.patchedMs === undefined ? '' : `; ${d.patchedMs}`}`)
+      .join(' / ') || 'none',
+    [...new Set(r.configcli)].join(', ') + extra,
+  ];
+  const agents = x.runs.flatMap((r) => (r.agent ? [r.agent] : []));
   return [
     ...sectionHead('ConfigMap edit after edit → readable by configcli, per kubelet setting (real node)', s),
     table(
       [
         'kubelet syncFrequency',
+        'path',
         'deliveries',
         'p50',
         'p90',
@@ -732,20 +752,25 @@ function renderKubeletDefaults(x: KubeletDefaultsResult, s: SectionResult): stri
         'over 5 s (edit, pod, ms; patched at ms)',
         'configcli read at the end',
       ],
-      x.runs.map((r) => [
-        r.syncFrequency === 'default' ? "unset (the kubelet's default, 1m)" : r.syncFrequency,
-        `${r.deliveries}/${r.edits * r.pods}${r.missing ? ` (${r.missing} missing)` : ''}`,
-        f(r.p50Ms, ' ms'),
-        f(r.p90Ms, ' ms'),
-        f(r.maxMs, ' ms'),
-        r.patched ? `${f(r.patched.p50Ms, ' ms')}, ${f(r.patched.maxMs, ' ms')}` : '–',
-        r.slow
-          .map((d) => `${d.edit}, ${d.pod}, ${d.ms}${d.patchedMs === undefined ? '' : `; ${d.patchedMs}`}`)
-          .join(' / ') || 'none',
-        [...new Set(r.configcli)].join(', '),
+      x.runs.flatMap((r) => [
+        row(r.syncFrequency, 'product: downward-API volume, sidecar', r, r.edits * r.pods),
+        ...(r.agent
+          ? [
+              row(
+                r.syncFrequency,
+                'node-agent prototype',
+                r.agent,
+                r.edits * r.agent.pods,
+                ` (${r.agent.writes} files written, ${r.agent.errors.length} errors)`,
+              ),
+            ]
+          : []),
       ]),
     ),
     '',
+    ...(agents.some((a) => a.errors.length)
+      ? ['Node-agent errors (each retried):', '', ...agents.flatMap((a) => a.errors.map((e) => `- ${e}`)), '']
+      : []),
   ];
 }
 

@@ -35,7 +35,13 @@ export interface Scale {
   /** Member pods running as containers on one node (a runtime shim each: keep within a 2-core node). */
   inContainer: { clusters: number; podsPerCluster: number; deadlineSec: number };
   /** Edits of one ConfigMap connected to one cluster's member pods, on each kubelet setting (kubelet-defaults.ts). */
-  kubeletDefaults: { pods: number; edits: number; deadlineSec: number };
+  kubeletDefaults: {
+    pods: number;
+    /** More member pods of the same cluster served by the node-agent prototype (node-agent.ts) instead of the sidecar. */
+    agentPods: number;
+    edits: number;
+    deadlineSec: number;
+  };
   memory: {
     clusters: number;
     podsPerCluster: number;
@@ -61,7 +67,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     apiserver: { opsPerMode: 40, concurrency: 4, block: 20 },
     fanout: { clusters: 20, podsPerCluster: 5, idleSec: 10, deadlineSec: 60 },
     inContainer: { clusters: 2, podsPerCluster: 2, deadlineSec: 120 },
-    kubeletDefaults: { pods: 2, edits: 3, deadlineSec: 120 },
+    kubeletDefaults: { pods: 2, agentPods: 1, edits: 3, deadlineSec: 120 },
     memory: { clusters: 100, podsPerCluster: 5, createConcurrency: 16, deliveryDeadlineSec: 60 },
     growth: { connections: [1, 10, 30], rate: 200, pods: [100, 250, 500] },
     createConcurrency: 16,
@@ -72,7 +78,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     apiserver: { opsPerMode: 300, concurrency: 4, block: 50 },
     fanout: { clusters: 200, podsPerCluster: 5, idleSec: 60, deadlineSec: 120 },
     inContainer: { clusters: 10, podsPerCluster: 5, deadlineSec: 300 },
-    kubeletDefaults: { pods: 7, edits: 50, deadlineSec: 150 },
+    kubeletDefaults: { pods: 7, agentPods: 7, edits: 50, deadlineSec: 150 },
     memory: { clusters: 2000, podsPerCluster: 5, createConcurrency: 24, deliveryDeadlineSec: 240 },
     growth: { connections: [1, 3, 10, 30, 100], rate: 500, pods: [1000, 2500, 5000, 10_000] },
     createConcurrency: 16,
@@ -83,7 +89,7 @@ export const SCALES: Record<Scale['name'], Scale> = {
     apiserver: { opsPerMode: 1000, concurrency: 16, block: 100 },
     fanout: { clusters: 1000, podsPerCluster: 5, idleSec: 60, deadlineSec: 300 },
     inContainer: { clusters: 20, podsPerCluster: 5, deadlineSec: 600 },
-    kubeletDefaults: { pods: 7, edits: 50, deadlineSec: 150 },
+    kubeletDefaults: { pods: 7, agentPods: 7, edits: 50, deadlineSec: 150 },
     memory: { clusters: 10_000, podsPerCluster: 5, createConcurrency: 64, deliveryDeadlineSec: 1200 },
     growth: { connections: [1, 3, 10, 30, 100], rate: 500, pods: [1000, 2500, 5000, 10_000, 25_000, 50_000] },
     createConcurrency: 32,
