@@ -1,6 +1,6 @@
 /**
  * A prototype of the alternative delivery path issue 31 item 4 asks for, built to be measured beside the
- * product's (docs/performance.md, "Delivery without the kubelet's volume update"): a node agent that copies
+ * product's (docs/performance.md, "Delivery on a kubelet with its defaults"): a node agent that copies
  * each member pod's configmeta annotation straight into the pod's emptyDir on the host, the way a CSI
  * node plugin (secrets-store-csi-driver's rotation) refreshes what it mounted. The kubelet's volume update,
  * whose rare miss waits for the next periodic resync, is not in its path; the reconciler's one JSON Patch
