@@ -15,8 +15,9 @@
  * Where KubeDirector differs, and why standalone mode must: KubeDirector creates the pods itself, so it
  * names each seat's member before the pod exists and lists it at once; here the user's StatefulSet
  * creates them, and a seat's pod name is known only once the pod appears. KubeDirector numbers a role's
- * members in the order it creates them; here new seats get ids in role order, then ordinal — the same
- * order for a StatefulSet scaled up.
+ * members in the order it creates them; here new members get ids in role order, then ordinal, among the
+ * pods first seen in the same pass — so pods a Parallel StatefulSet creates together can be numbered in
+ * the order they are seen (a known defect: docs/kubedirector.md).
  */
 import { assignNodeIds, readNodeIdState } from './node-ids.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from '../domain/types.js';
