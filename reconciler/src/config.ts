@@ -144,7 +144,7 @@ export const RECONCILER_FLAGS = {
     env: 'KD_RECONCILER_FIRST_DELIVERY_WAIT',
     default: '60s',
     min: 0,
-    help: "how long a new cluster's first delivery waits for a pod in every seat (spec.roles[].members), so its first document lists every member; then it is delivered to the pods there are and status names the missing seats (0 = no wait)",
+    help: "how long a new cluster's first delivery waits for a pod in every seat (spec.roles[].members), so its first document lists every member; then it is delivered to the pods there are and status names the missing seats (0 = no wait). Also how long, from its creation, a new member's pod waits for the empty seats below it in its role, so members added together are numbered by ordinal",
   },
   'cluster-domain': {
     type: 'string',

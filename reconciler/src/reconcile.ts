@@ -125,9 +125,13 @@ async function observe(key: string, d: ReconcileDeps): Promise<Observation | num
   const privateSecret = d.privateSecrets?.get(namespace, privateName);
   const own = await resolveApp(d.world, namespace, cluster.spec ?? {}, d.opts.systemNamespace);
   const resolved = await resolveConnections(cluster, own, d.world, d.opts);
-  const { members, ignored, vacant, neverDelivered } = membershipOf(cluster, own?.app, pods, d.opts);
-  const seating = { ignored, vacant, neverDelivered };
   const now = (d.now ?? (() => new Date()))().toISOString();
+  const seatWait = { now, ...(d.opts.firstDeliveryWaitMs === undefined ? {} : { waitMs: d.opts.firstDeliveryWaitMs }) };
+  const { members, ignored, vacant, neverDelivered, waiting } = membershipOf(cluster, own?.app, pods, {
+    ...d.opts,
+    ...seatWait,
+  });
+  const seating = { ignored, vacant, neverDelivered, waiting };
   return { cluster, own, resolved, members, seating, pods, now, ...(privateSecret ? { privateSecret } : {}) };
 }
 
@@ -192,6 +196,9 @@ export async function reconcileCluster(key: string, d: ReconcileDeps): Promise<R
       pods: outcome.podsWritten,
       members: o.members.length,
     });
+  // A new pod waiting for the seats below it is seen again when they fill (their pods' events) or its wait ends.
+  const until = Math.min(...(o.seating?.waiting ?? []).map((w) => Date.parse(w.until)));
+  if (Number.isFinite(until)) return { ...outcome, requeueAfterMs: Math.max(1000, until - Date.parse(o.now)) };
   return outcome;
 }
 

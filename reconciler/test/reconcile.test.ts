@@ -648,6 +648,33 @@ describe('seats: the first delivery waits for every member; a restarting member 
     expect(seated().message).toContain('a-1 (worker): pod away');
   });
 
+  it('pods a scale-up makes together are numbered in ordinal order: one seen early waits for the one below it', async () => {
+    api.pods.set(`${NS}/a-2`, pod('a-2', 'a'));
+    await reconcileCluster(`${NS}/a`, wait(60_000));
+    api.clusters.get(`${NS}/a`)!.spec!.roles = [{ id: 'worker', members: 5 }];
+    const young = (name: string) => ({
+      ...pod(name, 'a'),
+      metadata: { ...pod(name, 'a').metadata, creationTimestamp: '2026-12-02T11:59:50Z' }, // 10 s before now
+    });
+    api.pods.set(`${NS}/a-4`, young('a-4'));
+    api.writes.length = 0;
+    const early = await reconcileCluster(`${NS}/a`, wait(60_000));
+    expect(ann('a-4')[ANNOTATION_CONFIGMETA]).toBeUndefined();
+    expect(early.requeueAfterMs).toBe(50_000); // when a-4's wait ends, should a-3 never come
+    expect(api.clusters.get(`${NS}/a`)!.status!.nodeIDs).toEqual({ 'a-0': 1, 'a-1': 2, 'a-2': 3 });
+    api.pods.set(`${NS}/a-3`, young('a-3'));
+    const both = await reconcileCluster(`${NS}/a`, wait(60_000));
+    expect(both.requeueAfterMs).toBeUndefined();
+    expect(api.clusters.get(`${NS}/a`)!.status!.nodeIDs).toEqual({ 'a-0': 1, 'a-1': 2, 'a-2': 3, 'a-3': 4, 'a-4': 5 });
+    expect(JSON.parse(ann('a-4')[ANNOTATION_CONFIGMETA]!).nodegroups['1'].roles.worker.node_ids).toEqual([
+      '1',
+      '2',
+      '3',
+      '4',
+      '5',
+    ]);
+  });
+
   it('labelled pods beyond the seats get no document, are named in status and in one Warning', async () => {
     api.pods.set(`${NS}/a-2`, pod('a-2', 'a'));
     api.pods.set(`${NS}/a-3`, pod('a-3', 'a'));

@@ -286,6 +286,106 @@ describe('seats: the spec says how many, StatefulSet ordinals say which pods', (
   });
 });
 
+describe('members a Parallel StatefulSet adds together get their ids in ordinal order', () => {
+  const NOW = '2026-12-07T12:00:00.000Z';
+  const born = (p: PodLike, secondsAgo: number): PodLike => ({
+    ...p,
+    metadata: { ...p.metadata, creationTimestamp: new Date(Date.parse(NOW) - secondsAgo * 1000).toISOString() },
+  });
+  const workers = (n: number): KDClusterRole[] => [
+    { id: 'controller', members: 1 },
+    { id: 'worker', members: n },
+  ];
+  // Delivered with one worker; the spec then asks for three.
+  const one = delivered(spark, [pod('c-0', 'spark', 'controller'), pod('w-0', 'spark', 'worker')], workers(1));
+  const three: KDCluster = { ...one, spec: { ...one.spec, roles: workers(3) } };
+  const wait = { now: NOW, waitMs: 60_000 };
+
+  it('a new pod seen before the one below it waits, and both are numbered in ordinal order once it comes', () => {
+    const early = [
+      pod('c-0', 'spark', 'controller'),
+      pod('w-0', 'spark', 'worker'),
+      born(pod('w-2', 'spark', 'worker'), 1),
+    ];
+    const m = membershipOf(three, sparkApp, early, wait);
+    expect(m.members.map((x) => x.pod)).toEqual(['c-0', 'w-0']);
+    expect(m.waiting).toEqual([{ pod: 'w-2', role: 'worker', seat: 2, until: '2026-12-07T12:00:59.000Z' }]);
+    // Seat 2 has its pod: only seat 1 is reported empty, and w-2 is neither ignored nor a member yet.
+    expect(m.vacant).toEqual([{ role: 'worker', seat: 1 }]);
+    expect(m.ignored).toEqual([]);
+    const all = membershipOf(three, sparkApp, [...early, born(pod('w-1', 'spark', 'worker'), 0)], wait);
+    expect(all.waiting).toEqual([]);
+    expect(all.members.map((x) => [x.pod, x.id])).toEqual([
+      ['c-0', '1'],
+      ['w-0', '2'],
+      ['w-1', '3'],
+      ['w-2', '4'],
+    ]);
+  });
+
+  it('the wait ends with the pod 60 s old: it is numbered though the seat below is still empty', () => {
+    const m = membershipOf(
+      three,
+      sparkApp,
+      [pod('c-0', 'spark', 'controller'), pod('w-0', 'spark', 'worker'), born(pod('w-2', 'spark', 'worker'), 60)],
+      wait,
+    );
+    expect(m.waiting).toEqual([]);
+    expect(m.members.map((x) => [x.pod, x.id])).toEqual([
+      ['c-0', '1'],
+      ['w-0', '2'],
+      ['w-2', '3'],
+    ]);
+    expect(m.vacant).toEqual([{ role: 'worker', seat: 1 }]);
+  });
+
+  it('no wait for a pod that has its id, before the first delivery, or without a clock and a wait', () => {
+    const restarted: KDCluster = {
+      ...three,
+      status: {
+        ...seatStateOf(
+          three,
+          membersOf(three, sparkApp, [
+            pod('c-0', 'spark', 'controller'),
+            pod('w-0', 'spark', 'worker'),
+            pod('w-1', 'spark', 'worker'),
+            pod('w-2', 'spark', 'worker'),
+          ]),
+        ),
+      },
+    };
+    // w-1 is gone for good (no holder recorded for it here), w-2 keeps its id: nothing waits.
+    const kept = membershipOf(
+      {
+        ...restarted,
+        status: {
+          ...restarted.status,
+          seatHolders: {
+            'c-0': { role: 'controller', fqdn: 'x' },
+            'w-0': { role: 'worker', fqdn: 'y' },
+            'w-2': { role: 'worker', fqdn: 'z' },
+          },
+        },
+      },
+      sparkApp,
+      [pod('c-0', 'spark', 'controller'), pod('w-0', 'spark', 'worker'), born(pod('w-2', 'spark', 'worker'), 1)],
+      wait,
+    );
+    expect(kept.waiting).toEqual([]);
+    expect(kept.members.map((x) => [x.pod, x.id])).toEqual([
+      ['c-0', '1'],
+      ['w-0', '2'],
+      ['w-2', '4'],
+    ]);
+    const fresh = { ...spark, spec: { ...spark.spec, roles: workers(3) } };
+    const pods = [pod('c-0', 'spark', 'controller'), born(pod('w-2', 'spark', 'worker'), 1)];
+    expect(membershipOf(fresh, sparkApp, pods, wait).waiting).toEqual([]);
+    expect(
+      membershipOf(three, sparkApp, [pod('w-0', 'spark', 'worker'), born(pod('w-2', 'spark', 'worker'), 1)]).waiting,
+    ).toEqual([]);
+  });
+});
+
 describe('upgrade from a status without seat holders (0.1.0 kept only nodeIDs)', () => {
   it('a member whose pod is away at the first reconcile keeps its id, named after its StatefulSet siblings', () => {
     const old: KDCluster = {

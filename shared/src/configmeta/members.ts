@@ -4,7 +4,7 @@
  * StatefulSet ordinal below the role's `members` — plus the seat holders whose pods are away (restarting).
  */
 import { readNodeIdState, type NodeIdState } from './node-ids.js';
-import { ordinalOf, seat, withoutOrdinal, type SeatHolder, type Seating } from './seats.js';
+import { ordinalOf, seat, withoutOrdinal, type SeatHolder, type Seating, type SeatWait } from './seats.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from '../domain/types.js';
 
 export interface Member {
@@ -23,7 +23,7 @@ export interface Member {
   present: boolean;
 }
 
-export interface MemberOptions {
+export interface MemberOptions extends SeatWait {
   /** The cluster DNS domain (default cluster.local). */
   clusterDomain?: string;
 }
@@ -64,6 +64,7 @@ export function membershipOf(
     legacy ? { ...cluster, status: { ...cluster.status, seatHolders: legacy } } : cluster,
     app,
     pods,
+    opts,
   );
   const members = seating.members.map(({ pod, role, id, present, fqdn }): Member => {
     if (!present) {

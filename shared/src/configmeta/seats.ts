@@ -15,11 +15,12 @@
  * Where KubeDirector differs, and why standalone mode must: KubeDirector creates the pods itself, so it
  * names each seat's member before the pod exists and lists it at once; here the user's StatefulSet
  * creates them, and a seat's pod name is known only once the pod appears. KubeDirector numbers a role's
- * members in the order it creates them; here new members get ids in role order, then ordinal, among the
- * pods first seen in the same pass — so pods a Parallel StatefulSet creates together can be numbered in
- * the order they are seen (a known defect: docs/kubedirector.md).
+ * members in the order it creates them; here new seats get ids in role order, then ordinal — the same
+ * order for a StatefulSet scaled up: a new pod whose role has an empty seat below its own waits for that
+ * seat's pod, for at most `waitMs` after its own creation (the reconciler's first-delivery wait), since a
+ * Parallel StatefulSet makes a role's new pods at once and they are seen one by one.
  */
-import { assignNodeIds, readNodeIdState } from './node-ids.js';
+import { assignNodeIds, readNodeIdState, type NodeIdState } from './node-ids.js';
 import { LABEL_KDCLUSTER, LABEL_ROLE, type KDApp, type KDCluster, type PodLike } from '../domain/types.js';
 
 /** A seat's holder as status keeps it, so the member can be listed while its pod is away. */
@@ -48,6 +49,12 @@ export interface IgnoredPod {
 export interface Seating {
   /** Every seat with a holder, ordered by role (the app's role order) then node id. */
   members: SeatedMember[];
+  /**
+   * New pods not numbered yet because a lower seat of their role has no pod, until when they wait (ISO):
+   * a Parallel StatefulSet makes a role's new pods at once and they are seen one by one; waiting keeps
+   * their ids in ordinal order, as KubeDirector numbers the members it adds.
+   */
+  waiting: { pod: string; role: string; seat: number; until: string }[];
   /** Labelled pods that hold no seat, with the reason. */
   ignored: IgnoredPod[];
   /** Seats no pod has filled, as `<role> <seat>`. */
@@ -101,8 +108,14 @@ export function readSeatHolders(status: { seatHolders?: unknown } | undefined): 
   return out;
 }
 
+/** How long a new member of a delivered cluster waits for the seats below it (`now`: ISO; no wait without both). */
+export interface SeatWait {
+  now?: string;
+  waitMs?: number;
+}
+
 /** Seats `cluster`'s members among `pods` (its labelled pods, in any order). Pure. */
-export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[]): Seating {
+export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[], wait: SeatWait = {}): Seating {
   const name = cluster.metadata.name ?? '';
   const ns = cluster.metadata.namespace ?? '';
   const counts = seatCounts(cluster, app);
@@ -149,8 +162,11 @@ export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[]
     } else taken.set(key(l.role, k!), { role: l.role, seat: k!, pod: l.podName, ...(l.pod ? { present: l.pod } : {}) });
   }
 
+  const waiting = waitingForLowerSeats(taken, ids, wait, key);
   const roleIndex = new Map([...counts.keys()].map((r, i) => [r, i] as const));
-  const seated = [...taken.values()].sort((a, b) => roleIndex.get(a.role)! - roleIndex.get(b.role)! || a.seat - b.seat);
+  const seated = [...taken.values()]
+    .filter((t) => !waiting.some((w) => w.pod === t.pod))
+    .sort((a, b) => roleIndex.get(a.role)! - roleIndex.get(b.role)! || a.seat - b.seat);
   const next = assignNodeIds(
     ids,
     seated.map((s) => s.pod),
@@ -169,10 +185,35 @@ export function seat(cluster: KDCluster, app: KDApp | undefined, pods: PodLike[]
     for (let k = 0; k < n; k++) if (!taken.has(key(role, k))) vacant.push({ role, seat: k });
   return {
     members,
+    waiting,
     ignored: ignored.sort((a, b) => cmp(a.pod, b.pod)),
     vacant,
     neverDelivered: ids.lastNodeID === 0,
   };
+}
+
+/**
+ * The present pods without an id yet whose role has an empty seat below theirs, while their pod is younger
+ * than `waitMs`, in a cluster delivered before (the first delivery numbers every pod there is in one pass).
+ */
+function waitingForLowerSeats(
+  taken: Map<string, { role: string; seat: number; pod: string; present?: PodLike }>,
+  ids: NodeIdState,
+  wait: SeatWait,
+  key: (role: string, seat: number) => string,
+): Seating['waiting'] {
+  if (wait.now === undefined || !wait.waitMs || ids.lastNodeID === 0) return [];
+  const now = Date.parse(wait.now);
+  const out: Seating['waiting'] = [];
+  for (const t of taken.values()) {
+    if (!t.present || Object.hasOwn(ids.nodeIDs, t.pod)) continue;
+    let below = false;
+    for (let j = 0; j < t.seat && !below; j++) below = !taken.has(key(t.role, j));
+    const created = new Date(t.present.metadata.creationTimestamp ?? NaN).getTime();
+    if (!below || !Number.isFinite(created) || created + wait.waitMs <= now) continue;
+    out.push({ pod: t.pod, role: t.role, seat: t.seat, until: new Date(created + wait.waitMs).toISOString() });
+  }
+  return out.sort((a, b) => cmp(a.pod, b.pod));
 }
 
 function cmp(a: string, b: string): number {

@@ -161,6 +161,8 @@ export function trimPod(o: { metadata: Record<string, unknown> }): CachedPod {
       // Kept as a map (possibly empty) when the pod has any annotation: a patch must then add keys, not the map.
       annotations: ours,
       deletionTimestamp: p.metadata.deletionTimestamp,
+      // A new member waits for the seats below it for a while from its creation (seats.ts).
+      creationTimestamp: p.metadata.creationTimestamp,
       otherAnnotationsBytes: annotationsSize(others),
     },
     spec: {

@@ -60,7 +60,13 @@ export interface Observation {
   resolved: ResolvedConnections;
   members: Member[];
   /** How the members fill the spec's seats (membershipOf); absent: every seat filled, no pod ignored. */
-  seating?: { ignored: IgnoredPod[]; vacant: { role: string; seat: number }[]; neverDelivered: boolean };
+  seating?: {
+    ignored: IgnoredPod[];
+    vacant: { role: string; seat: number }[];
+    neverDelivered: boolean;
+    /** New pods not numbered yet: a lower seat of their role has no pod (seats.ts). */
+    waiting?: { pod: string; role: string; seat: number; until: string }[];
+  };
   pods: CachedPod[];
   /** The cluster's private Secret as cached (metadata only), when it exists. */
   privateSecret?: CachedPrivateSecret;
