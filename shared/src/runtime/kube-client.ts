@@ -7,6 +7,8 @@
  */
 import https from 'node:https';
 import http from 'node:http';
+import type net from 'node:net';
+import tls from 'node:tls';
 import type { KubeConnection } from './kubeconfig.js';
 import { keepAliveAgent } from './keep-alive-agent.js';
 
@@ -197,7 +199,22 @@ export class KubeClient {
       r.on('error', fail);
       onAbort(opts.signal, r, what);
       onAbort(this.scope?.signal, r, what);
-      r.end(payload);
+      if (!this.scope) return r.end(payload);
+      // A scoped request is sent only once its connection is ready, and only if the scope still holds
+      // then: a new connection can take long enough (or the process be paused meanwhile) for the term
+      // to end, and node would flush the request as soon as the handshake completes, with no check.
+      r.once('socket', (socket) => {
+        const send = () => {
+          try {
+            this.checkScope(what);
+          } catch (e) {
+            return r.destroy(e as Error);
+          }
+          r.end(payload);
+        };
+        if (connectionReady(socket)) send();
+        else socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', send);
+      });
     });
   }
 
@@ -343,4 +360,10 @@ function apiError(status: number, text: string, what: string): KubeApiError {
     details,
     text.slice(0, 4096),
   );
+}
+
+/** A socket a request can be written to now: connected, and for TLS with its handshake done. */
+function connectionReady(socket: net.Socket): boolean {
+  if (socket.connecting) return false;
+  return !(socket instanceof tls.TLSSocket) || /^(TLS|SSL)/.test(socket.getProtocol() ?? '');
 }
