@@ -25,7 +25,7 @@ import { sectionPatch, setAnnotationsPatch, type PatchOp } from '../primitives/j
 import type { EventInput } from '../runtime/event-recorder.js';
 import { appSearchDescription, type ResolvedApp } from '../domain/lookup.js';
 import { seatStateOf, type Member } from '../configmeta/members.js';
-import type { IgnoredPod } from '../configmeta/seats.js';
+import type { IgnoredPod, Seating } from '../configmeta/seats.js';
 import {
   foreignPrivateSecretMessage,
   planPrivateSecret,
@@ -65,7 +65,7 @@ export interface Observation {
     vacant: { role: string; seat: number }[];
     neverDelivered: boolean;
     /** New pods not numbered yet: a lower seat of their role has no pod (seats.ts). */
-    waiting?: { pod: string; role: string; seat: number; until: string }[];
+    waiting?: Seating['waiting'];
   };
   pods: CachedPod[];
   /** The cluster's private Secret as cached (metadata only), when it exists. */
