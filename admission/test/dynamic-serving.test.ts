@@ -8,13 +8,13 @@ import {
   createCA,
   createServingCert,
   inspectCertificate,
-  isIssuedBy,
   pathToken,
   splitPemBlocks,
   type SecretObject,
 } from '@kd-connections/certs';
 import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared/runtime';
 import { DynamicServingSource } from '../src/tls/dynamic-serving.js';
+import { certificateFacts, isIssuedBy } from '../../test/support/certificate-facts.js';
 
 const NS = 'kd';
 const SECRET_PATH = `/api/v1/namespaces/${NS}/secrets`;
@@ -239,7 +239,7 @@ describe('DynamicServingSource', () => {
     expect(sink.installed).toHaveLength(1);
     expect(isIssuedBy(sink.last, ca)).toBe(true);
     expect(Object.values(api.secret!.data!).map((v) => Buffer.from(v, 'base64').toString())).not.toContain(sink.last);
-    expect(inspectCertificate(sink.last).dnsNames).toContain('svc.kd.svc');
+    expect(certificateFacts(sink.last).dnsNames).toContain('svc.kd.svc');
     expect(api.bundle()).toEqual([ca.fingerprint256]);
     const order = api.calls
       .filter((c) => c.method !== 'GET')

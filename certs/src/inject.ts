@@ -1,10 +1,10 @@
 /**
- * Publishing a CA in the caBundle of webhook configurations with a JSON Patch that touches nothing
- * else. Each patched webhook gets a `test` on its name at the index the patch addresses, so a
- * configuration reordered or renamed between our read and our write is refused as a whole (JSON
- * Patch is atomic) instead of putting the bundle on the wrong webhook.
+ * Writing webhook configurations (caBundle, and the admission service's webhook paths) with a JSON Patch
+ * computed from a fresh read and guarded by the resourceVersion read and by each patched webhook's name at
+ * its index: a configuration changed between read and write is never overwritten; the write fails and is
+ * computed again from what the other writer left. inject-ca and the admission service both write here.
  */
-import { errorStatus, type KubeClient } from '@kd-connections/shared/runtime';
+import { errorMessage, errorStatus, isConflict, type KubeClient } from '@kd-connections/shared/runtime';
 import { CertificateError, parseCertificates, type CertificateInfo } from './inspect.js';
 
 export type WebhookConfigurationKind = 'validating' | 'mutating';
@@ -16,7 +16,7 @@ export interface WebhookConfigurationRef {
 
 export type JsonPatchOp = { op: 'test' | 'add'; path: string; value: unknown };
 
-/** The part of a webhook configuration inject-ca (and the path-token publisher) reads. */
+/** The part of a webhook configuration that is read. */
 export interface WebhookConfigurationView {
   metadata?: { name?: string; resourceVersion?: string };
   webhooks?: {
@@ -25,7 +25,7 @@ export interface WebhookConfigurationView {
   }[];
 }
 
-/** The two API calls inject-ca makes; an interface so the bootstrap and tests can supply their own. */
+/** The two API calls made; an interface so tests can supply their own. */
 export interface WebhookConfigurationClient {
   read(ref: WebhookConfigurationRef): Promise<WebhookConfigurationView>;
   patch(ref: WebhookConfigurationRef, ops: JsonPatchOp[]): Promise<WebhookConfigurationView>;
@@ -35,10 +35,19 @@ export function describeRef(ref: WebhookConfigurationRef): string {
   return `${ref.kind === 'validating' ? 'ValidatingWebhookConfiguration' : 'MutatingWebhookConfiguration'} ${ref.name}`;
 }
 
+/** A client on the project's Kubernetes client (its user agent names the caller). */
+export function webhookConfigurationClient(client: KubeClient): WebhookConfigurationClient {
+  const path = (ref: WebhookConfigurationRef) =>
+    `/apis/admissionregistration.k8s.io/v1/${ref.kind}webhookconfigurations/${encodeURIComponent(ref.name)}`;
+  return {
+    read: (ref) => client.get<WebhookConfigurationView>(path(ref)),
+    patch: (ref, ops) => client.jsonPatch<WebhookConfigurationView>(path(ref), ops),
+  };
+}
+
 /**
- * The caBundle field value (base64 of the PEM) for a CA file's content. Refuses anything that is
- * not a list of CA certificates: a private key or a serving certificate passed by mistake must not
- * be published.
+ * The caBundle field value (base64 of the PEM) for a CA file's content. Refuses anything that is not a
+ * list of CA certificates: a private key or a serving certificate passed by mistake must not be published.
  */
 export function encodeCABundle(pem: string, what = 'CA bundle'): { caBundle: string; cas: CertificateInfo[] } {
   const cas = parseCertificates(pem, what);
@@ -51,15 +60,48 @@ export function encodeCABundle(pem: string, what = 'CA bundle'): { caBundle: str
   return { caBundle: Buffer.from(cas.map((c) => c.pem).join(''), 'utf8').toString('base64'), cas };
 }
 
-/**
- * The JSON Patch setting caBundle on every webhook, given the names in the order they were read:
- * per webhook one `test` of its name at that index and one `add` (which also replaces) of the field.
- */
+/** Per webhook, in the order read: a `test` of its name at its index and an `add` (which also replaces) of caBundle. */
 export function caBundlePatch(webhookNames: readonly string[], caBundle: string): JsonPatchOp[] {
   return webhookNames.flatMap((name, i) => [
     { op: 'test' as const, path: `/webhooks/${i}/name`, value: name },
     { op: 'add' as const, path: `/webhooks/${i}/clientConfig/caBundle`, value: caBundle },
   ]);
+}
+
+/**
+ * Reads the configuration, asks `plan` for the operations it needs, and writes them, guarded as the file
+ * comment says; a lost race is computed again, up to `attempts` times. Resolves with the view the written
+ * (or empty) plan came from, or undefined when the configuration does not exist. Errors name it.
+ */
+export async function updateConfiguration(
+  client: WebhookConfigurationClient,
+  ref: WebhookConfigurationRef,
+  plan: (view: WebhookConfigurationView) => JsonPatchOp[],
+  attempts = 4,
+): Promise<{ view: WebhookConfigurationView; ops: JsonPatchOp[] } | undefined> {
+  const what = describeRef(ref);
+  for (let attempt = 1; ; attempt++) {
+    let view: WebhookConfigurationView;
+    try {
+      view = await client.read(ref);
+    } catch (e) {
+      if (errorStatus(e) === 404) return undefined;
+      throw new Error(`${what}: cannot read: ${errorMessage(e)}`);
+    }
+    const ops = plan(view);
+    if (ops.length === 0) return { view, ops };
+    const rv = view.metadata?.resourceVersion;
+    const guard: JsonPatchOp[] = rv ? [{ op: 'test', path: '/metadata/resourceVersion', value: rv }] : [];
+    try {
+      await client.patch(ref, [...guard, ...ops]);
+      return { view, ops };
+    } catch (e) {
+      if (isConflict(e) && attempt < attempts) continue;
+      throw new Error(
+        `${what}: cannot write${isConflict(e) ? `, changed by another writer ${attempts} times` : ''}: ${errorMessage(e)}`,
+      );
+    }
+  }
 }
 
 export interface InjectResult {
@@ -70,82 +112,24 @@ export interface InjectResult {
   unchanged: string[];
 }
 
-const statusCode = errorStatus;
-
-/** The API server's Status message when there is one (client-node's own message is a multi-line dump). */
-function apiMessage(e: unknown): string {
-  const body = (e as { body?: unknown }).body;
-  try {
-    const status = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: unknown } | undefined;
-    if (typeof status?.message === 'string') return `${status.message} (HTTP ${statusCode(e) ?? '?'})`;
-  } catch {
-    /* not JSON: fall through */
-  }
-  return ((e as Error).message ?? String(e)).split('\n')[0]!;
-}
-
-/**
- * Sets the caBundle of every webhook of one configuration. Skips the write when all already carry
- * it. Errors name the configuration: not found, changed concurrently (test failed), other API errors.
- */
+/** inject-ca: sets the caBundle of every webhook of one configuration; no write when all carry it already. */
 export async function injectCABundle(
   client: WebhookConfigurationClient,
   ref: WebhookConfigurationRef,
   caBundle: string,
 ): Promise<InjectResult> {
-  const what = describeRef(ref);
-  let current: WebhookConfigurationView;
-  try {
-    current = await client.read(ref);
-  } catch (e) {
-    if (statusCode(e) === 404) throw new Error(`${what} not found`);
-    throw new Error(`${what}: cannot read: ${apiMessage(e)}`);
-  }
-  const webhooks = current.webhooks ?? [];
   const result: InjectResult = { ref, changed: [], unchanged: [] };
-  for (const w of webhooks) (w.clientConfig?.caBundle === caBundle ? result.unchanged : result.changed).push(w.name);
-  if (result.changed.length === 0) return result;
-  try {
-    await client.patch(
-      ref,
-      caBundlePatch(
-        webhooks.map((w) => w.name),
-        caBundle,
-      ),
-    );
-  } catch (e) {
-    // A failed `test` comes back as a bare 422 Invalid; a fresh read tells it apart from other errors.
-    if (statusCode(e) === 422) {
-      const now = await client.read(ref).then(
-        (c) => (c.webhooks ?? []).map((w) => w.name),
-        () => undefined,
-      );
-      const before = webhooks.map((w) => w.name);
-      if (now === undefined || now.join('\n') !== before.join('\n')) {
-        throw new Error(
-          `${what} changed while its caBundle was being set: webhooks were [${before.join(', ')}] when read, ` +
-            `${now === undefined ? 'and it can no longer be read' : `now [${now.join(', ')}]`}; ` +
-            'nothing was patched (the patch tests each name at its index), run inject-ca again',
+  const done = await updateConfiguration(client, ref, (view) => {
+    const webhooks = view.webhooks ?? [];
+    result.changed = webhooks.filter((w) => w.clientConfig?.caBundle !== caBundle).map((w) => w.name);
+    result.unchanged = webhooks.filter((w) => w.clientConfig?.caBundle === caBundle).map((w) => w.name);
+    return result.changed.length === 0
+      ? []
+      : caBundlePatch(
+          webhooks.map((w) => w.name),
+          caBundle,
         );
-      }
-    }
-    if (statusCode(e) === 404) throw new Error(`${what} was deleted while its caBundle was being set`);
-    throw new Error(`${what}: patch failed: ${apiMessage(e)}`);
-  }
+  });
+  if (!done) throw new Error(`${describeRef(ref)} not found`);
   return result;
-}
-
-function configurationPath(ref: WebhookConfigurationRef): string {
-  return `/apis/admissionregistration.k8s.io/v1/${ref.kind}webhookconfigurations/${encodeURIComponent(ref.name)}`;
-}
-
-/**
- * A WebhookConfigurationClient on the project's one Kubernetes client (its user agent names the
- * caller; JSON Patch is sent as such). Used by inject-ca and by the admission service's bootstrap.
- */
-export function webhookConfigurationClient(client: KubeClient): WebhookConfigurationClient {
-  return {
-    read: (ref) => client.get<WebhookConfigurationView>(configurationPath(ref)),
-    patch: (ref, ops) => client.jsonPatch<WebhookConfigurationView>(configurationPath(ref), ops),
-  };
 }

@@ -15,7 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, main, USAGE, type CliIO } from '../src/cli.js';
 import { createCA, createServingCert, DAY_MS } from '../src/generate.js';
-import { inspectCertificate, isIssuedBy, keyMatchesCertificate } from '../src/inspect.js';
+import { inspectCertificate, keyMatchesCertificate } from '../src/inspect.js';
+import { certificateFacts, isIssuedBy } from '../../test/support/certificate-facts.js';
 import { fakeClient } from './fake-client.js';
 
 const root = mkdtempSync(join(tmpdir(), 'kd-certs-cli-'));
@@ -67,7 +68,7 @@ describe('generate', () => {
     expect(mode(join(dir, 'ca.key'))).toBe(0o600);
     expect(mode(join(dir, 'tls.key'))).toBe(0o600);
     const f = read(dir);
-    const leaf = inspectCertificate(f['tls.crt']!);
+    const leaf = { ...inspectCertificate(f['tls.crt']!), ...certificateFacts(f['tls.crt']!) };
     const ca = inspectCertificate(f['ca.crt']!);
     expect(leaf.dnsNames).toEqual([
       'kd-admission',

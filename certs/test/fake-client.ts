@@ -1,7 +1,8 @@
 /**
  * An in-memory WebhookConfigurationClient that applies JSON Patch `test`/`add` the way the API
- * server does (atomically; a failed test is a bare 422 Invalid), for unit tests of inject-ca.
+ * server does (atomically; a failed test is a 422 that KubeClient marks as such), for unit tests of inject-ca.
  */
+import { KubeApiError } from '@kd-connections/shared/runtime';
 import type {
   JsonPatchOp,
   WebhookConfigurationClient,
@@ -18,11 +19,8 @@ export interface FakeClient extends WebhookConfigurationClient {
 
 export const key = (ref: WebhookConfigurationRef) => `${ref.kind}/${ref.name}`;
 
-function apiError(code: number, message: string): Error {
-  return Object.assign(new Error(`HTTP-Code: ${code}\nMessage: Unknown API Status Code!`), {
-    code,
-    body: JSON.stringify({ kind: 'Status', status: 'Failure', message, code }),
-  });
+function apiError(code: number, message: string, patchFailure?: 'test-failed'): Error {
+  return new KubeApiError(code, 'Failure', `${code} ${message}`, undefined, undefined, patchFailure);
 }
 
 function resolve(root: unknown, path: string): { parent: Record<string, unknown>; leaf: string } {
@@ -58,7 +56,7 @@ export function fakeClient(initial: Record<string, WebhookConfigurationView>): F
       for (const op of ops) {
         const { parent, leaf } = resolve(next, op.path);
         if (op.op === 'test' && parent[leaf] !== op.value) {
-          throw apiError(422, 'the server rejected our request due to an error in our request');
+          throw apiError(422, 'the server rejected our request due to an error in our request', 'test-failed');
         }
         if (op.op === 'add') parent[leaf] = op.value;
       }

@@ -6,7 +6,6 @@ import {
   BACKDATE_MS,
   backdateMs,
   createCA,
-  createClientCert,
   createServingCert,
   DAY_MS,
   DEFAULT_KEY_BITS,
@@ -14,7 +13,12 @@ import {
   servingDnsNames,
   type CertPair,
 } from '../src/generate.js';
-import { inspectCertificate, isIssuedBy, type CertificateInfo } from '../src/inspect.js';
+import { inspectCertificate, type CertificateInfo } from '../src/inspect.js';
+import { certificateFacts, isIssuedBy } from '../../test/support/certificate-facts.js';
+import { createClientCert } from '../../test/support/test-pki.js';
+
+type Facts = CertificateInfo & ReturnType<typeof certificateFacts>;
+const facts = (pem: string): Facts => ({ ...inspectCertificate(pem), ...certificateFacts(pem) });
 import { renewAt } from '../src/ca-secret.js';
 
 // Whole seconds: certificates store validity with second precision.
@@ -22,8 +26,8 @@ const NOW = new Date('2030-03-01T12:00:00Z');
 
 let ca: CertPair;
 let serving: CertPair;
-let caInfo: CertificateInfo;
-let info: CertificateInfo;
+let caInfo: Facts;
+let info: Facts;
 
 beforeAll(() => {
   ca = createCA({ now: NOW, lifetimeMs: 30 * DAY_MS });
@@ -35,8 +39,8 @@ beforeAll(() => {
     lifetimeMs: 10 * DAY_MS,
     now: NOW,
   });
-  caInfo = inspectCertificate(ca.certPem);
-  info = inspectCertificate(serving.certPem);
+  caInfo = facts(ca.certPem);
+  info = facts(serving.certPem);
 });
 
 describe('serving certificate', () => {
@@ -137,8 +141,8 @@ describe('CA', () => {
 
 describe('serial numbers', () => {
   it('are random, positive and 16 bytes long', () => {
-    const other = inspectCertificate(createServingCert({ ca, dnsNames: ['a.example.com'], keyBits: 1024 }).certPem);
-    const client = inspectCertificate(createClientCert({ ca, commonName: 'c', keyBits: 1024 }).certPem);
+    const other = facts(createServingCert({ ca, dnsNames: ['a.example.com'], keyBits: 1024 }).certPem);
+    const client = facts(createClientCert({ ca, commonName: 'c', keyBits: 1024 }).certPem);
     const serials = [caInfo.serialNumber, info.serialNumber, other.serialNumber, client.serialNumber];
     expect(new Set(serials).size).toBe(4);
     for (const s of serials) {
@@ -148,9 +152,9 @@ describe('serial numbers', () => {
   });
 });
 
-describe('client certificate', () => {
+describe("the harness's client certificate (test-pki.ts)", () => {
   it('is for clientAuth with the organizations as O=', () => {
-    const c = inspectCertificate(
+    const c = facts(
       createClientCert({ ca, commonName: 'admin', organizations: ['system:masters'], keyBits: 1024 }).certPem,
     );
     expect(c.extKeyUsages).toEqual(['clientAuth']);

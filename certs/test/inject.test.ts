@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createCA, createServingCert, type CertPair } from '../src/generate.js';
 import { caBundlePatch, encodeCABundle, injectCABundle, type WebhookConfigurationView } from '../src/inject.js';
 import { CertificateError } from '../src/inspect.js';
+import { KubeApiError } from '@kd-connections/shared/runtime';
 import { fakeClient } from './fake-client.js';
 
 const BITS = 1024; // key size is irrelevant here
@@ -75,16 +76,31 @@ describe('injectCABundle', () => {
     expect(client.patches).toHaveLength(1);
   });
 
-  it('refuses, naming before and after, when the webhooks are reordered between read and write', async () => {
-    const client = fakeClient({ 'validating/c': config('a', 'b') });
+  it('writes from a fresh read when the webhooks are reordered between read and write', async () => {
+    const client = fakeClient({ 'validating/c': config('a', 'b', 'c') });
     client.afterRead = (k) => {
       client.afterRead = undefined;
-      const o = client.objects.get(k)!;
-      o.webhooks!.reverse();
+      client.objects.get(k)!.webhooks!.reverse();
     };
+    const r = await injectCABundle(client, ref, 'Q0E=');
+    expect(r.changed).toEqual(['c', 'b', 'a']);
+    // The first write tested the names it read and was refused whole; the second one went through.
+    expect(client.patches).toHaveLength(2);
+    const now = client.objects.get('validating/c')!.webhooks!;
+    expect(now.map((w) => [w.name, w.clientConfig?.caBundle])).toEqual([
+      ['c', 'Q0E='],
+      ['b', 'Q0E='],
+      ['a', 'Q0E='],
+    ]);
+  });
+
+  it('gives up, naming the configuration, when every attempt loses the race', async () => {
+    const client = fakeClient({ 'validating/c': config('a', 'b') });
+    client.afterRead = (k) => void client.objects.get(k)!.webhooks!.reverse();
     await expect(injectCABundle(client, ref, 'Q0E=')).rejects.toThrow(
-      'ValidatingWebhookConfiguration c changed while its caBundle was being set: webhooks were [a, b] when read, now [b, a]',
+      'ValidatingWebhookConfiguration c: cannot write, changed by another writer 4 times: 422',
     );
+    expect(client.patches).toHaveLength(4);
     expect(client.objects.get('validating/c')!.webhooks!.map((w) => w.clientConfig?.caBundle)).toEqual([
       undefined,
       undefined,
@@ -100,13 +116,10 @@ describe('injectCABundle', () => {
   it('reports other API errors by their Status message', async () => {
     const client = fakeClient({ 'validating/c': config('a') });
     client.patch = async () => {
-      throw Object.assign(new Error('HTTP-Code: 403\nMessage: ...'), {
-        code: 403,
-        body: JSON.stringify({ message: 'forbidden: no patch for you' }),
-      });
+      throw new KubeApiError(403, 'Forbidden', 'PATCH /apis/…/c: 403 Forbidden forbidden: no patch for you');
     };
     await expect(injectCABundle(client, ref, 'Q0E=')).rejects.toThrow(
-      'ValidatingWebhookConfiguration c: patch failed: forbidden: no patch for you (HTTP 403)',
+      'ValidatingWebhookConfiguration c: cannot write: PATCH /apis/…/c: 403 Forbidden forbidden: no patch for you',
     );
   });
 });

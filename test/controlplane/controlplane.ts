@@ -13,7 +13,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createCA, createClientCert, createServingCert, createSigningKey, type CertPair } from '@kd-connections/certs';
+import { createCA, createServingCert, type CertPair } from '@kd-connections/certs';
+import { createClientCert, createSigningKey } from '../support/test-pki.js';
 import { ensureBinaries } from './binaries.js';
 import { freePort, waitFor } from './net.js';
 

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createClientCert } from '@kd-connections/certs';
+import { createClientCert } from '../support/test-pki.js';
 import { ensureBinaries } from './binaries.js';
 import { containerdPaths, createPodBridge, importImage, writeContainerdFiles } from './containerd.js';
 import { kubeconfigYaml, stopProcess, type ControlPlaneInfo } from './controlplane.js';

@@ -5,7 +5,7 @@
  * admission must succeed.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createSigningKey } from '@kd-connections/certs';
+import { createSigningKey } from '../support/test-pki.js';
 import { useTestEnv } from '../support/cluster.js';
 import { writes } from '../support/audit.js';
 import { eventually, ok } from '../support/processes.js';

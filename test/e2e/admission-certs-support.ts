@@ -15,7 +15,8 @@ import {
   EventsV1Api,
   type EventsV1Event,
 } from '@kubernetes/client-node';
-import { inspectCertificate, isIssuedBy, splitPemBlocks } from '@kd-connections/certs';
+import { inspectCertificate, splitPemBlocks } from '@kd-connections/certs';
+import { isIssuedBy } from '../support/certificate-facts.js';
 import type { TestEnv } from '../support/cluster.js';
 import { sleep } from '../support/processes.js';
 import { type RunningAdmission, startAdmission } from '../support/services.js';

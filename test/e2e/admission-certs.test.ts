@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { isIssuedBy } from '@kd-connections/certs';
+import { isIssuedBy } from '../support/certificate-facts.js';
 import { useTestEnv } from '../support/cluster.js';
 import { writes } from '../support/audit.js';
 import { eventually, ok } from '../support/processes.js';

@@ -3,7 +3,7 @@
  * --client-allowed-names), on a DEDICATED control plane whose kube-apiserver runs with
  * --admission-control-config-file: its AdmissionConfiguration points the webhook host
  * (127.0.0.1:<port>) at a kubeconfig holding a client certificate issued at test time with
- * @kd-connections/certs createClientCert (CN kube-apiserver), as the Kubernetes docs describe
+ * test-pki.ts createClientCert (CN kube-apiserver), as the Kubernetes docs describe
  * ("Authenticate apiservers"). Requests through the API server are admitted; a direct request without
  * a client certificate, with one from another CA, or with a name not on the allow-list is refused
  * before any HTTP is spoken.
@@ -15,7 +15,8 @@ import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { createCA, createClientCert, type CertPair } from '@kd-connections/certs';
+import { createCA, type CertPair } from '@kd-connections/certs';
+import { createClientCert } from '../support/test-pki.js';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
 import { freePort } from '../controlplane/net.js';
 import type { TestEnv } from '../support/cluster.js';

@@ -2,8 +2,8 @@
  * The one place that writes the webhook configurations in dynamic-serving mode: each webhook's caBundle
  * (bundle-merge.ts in certs has the rule) and its path behind the current token (webhook-path.ts), in one
  * JSON Patch per configuration. Each write is computed from a fresh read and carries a `test` of the
- * resourceVersion and of every webhook's name, so two replicas writing at once never overwrite each
- * other: the later write fails and is recomputed from what the earlier one left.
+ * resourceVersion and of every webhook's name (updateConfiguration in certs), so two replicas writing at
+ * once never overwrite each other: the later write fails and is recomputed from what the earlier one left.
  */
 import {
   caBundlePatch,
@@ -11,18 +11,18 @@ import {
   describeRef,
   mergeBundle,
   trackUnwanted,
+  updateConfiguration,
   webhookPathPatch,
+  type BundleMerge,
   type CertificateInfo,
-  type JsonPatchOp,
+  type PathPatch,
   type WebhookConfigurationClient,
   type WebhookConfigurationRef,
-  type WebhookConfigurationView,
 } from '@kd-connections/certs';
-import { errorMessage, errorStatus, isConflict, type Logger } from '@kd-connections/shared/runtime';
+import { errorMessage, type Logger } from '@kd-connections/shared/runtime';
 
 /** How long a CA stays published after the Secret stopped wanting it (see bundle-merge.ts in certs). */
 export const PRUNE_AFTER_MS = 20_000;
-const ATTEMPTS = 4;
 
 export interface Wanted {
   trusted: readonly CertificateInfo[];
@@ -85,68 +85,61 @@ export class WebhookInjector {
 
   private async injectOne(ref: WebhookConfigurationRef, wanted: Wanted): Promise<InjectResult> {
     const what = describeRef(ref);
-    // An API error may quote a path; errors reach logs, events and /readyz. Every token-shaped segment goes.
-    const redacted = (e: unknown) => errorMessage(e).replace(/\/t\/[A-Za-z0-9_-]{43}(?=\/|$)/g, '/t/<token>');
-    for (let attempt = 1; ; attempt++) {
-      let view: WebhookConfigurationView;
-      try {
-        view = await this.client.read(ref);
-      } catch (e) {
-        if (errorStatus(e) === 404) return { ref, exists: false, cas: [], added: [] };
-        return { ref, exists: true, cas: [], added: [], error: `${what}: cannot read: ${redacted(e)}` };
-      }
-      const webhooks = view.webhooks ?? [];
-      const bundles = webhooks.map((w) => w.clientConfig?.caBundle);
-      const perWebhook = bundles.map((b) => certificatesIn(b ? Buffer.from(b, 'base64').toString('utf8') : ''));
-      const published = certificatesIn(...perWebhook.flat().map((c) => c.pem));
-      // What a leaf may rely on is what every webhook trusts, not one of them.
-      const inEvery = published.filter((c) =>
-        perWebhook.every((cas) => cas.some((x) => x.fingerprint256 === c.fingerprint256)),
-      );
-      const merge = mergeBundle(published, wanted.trusted, {
-        now: this.o.now(),
-        unwantedSince: this.unwanted,
-        pruneAfterMs: this.o.pruneAfterMs ?? PRUNE_AFTER_MS,
-        allowPrune: wanted.allowPrune,
-      });
-      const caBundle = Buffer.from(merge.pem, 'utf8').toString('base64');
-      // Never an empty bundle: the API server would fall back to the system roots.
-      const caOps =
-        merge.cas.length > 0 && bundles.some((b) => b !== caBundle)
-          ? caBundlePatch(
-              webhooks.map((w) => w.name),
-              caBundle,
-            )
-          : [];
-      const paths = wanted.paths
-        ? webhookPathPatch(view, wanted.paths.token, this.routeOf, wanted.paths.keep)
-        : undefined;
-      if (paths?.unknown.length && attempt === 1)
-        this.o.log.warn('webhooks without a known route or with a path not ours keep it', {
-          configuration: what,
-          webhooks: paths.unknown,
+    let merge: BundleMerge | undefined;
+    let paths: PathPatch | undefined;
+    let caChanged = false;
+    let warned = false;
+    // What every webhook trusts as last read (what a leaf may rely on); nothing while a read is under way.
+    let inEvery: CertificateInfo[] = [];
+    const client: WebhookConfigurationClient = {
+      read: (r) => ((inEvery = []), this.client.read(r)),
+      patch: (r, ops) => this.client.patch(r, ops),
+    };
+    let done;
+    try {
+      done = await updateConfiguration(client, ref, (view) => {
+        const webhooks = view.webhooks ?? [];
+        const bundles = webhooks.map((w) => w.clientConfig?.caBundle);
+        const perWebhook = bundles.map((b) => certificatesIn(b ? Buffer.from(b, 'base64').toString('utf8') : ''));
+        const published = certificatesIn(...perWebhook.flat().map((c) => c.pem));
+        inEvery = published.filter((c) =>
+          perWebhook.every((cas) => cas.some((x) => x.fingerprint256 === c.fingerprint256)),
+        );
+        merge = mergeBundle(published, wanted.trusted, {
+          now: this.o.now(),
+          unwantedSince: this.unwanted,
+          pruneAfterMs: this.o.pruneAfterMs ?? PRUNE_AFTER_MS,
+          allowPrune: wanted.allowPrune,
         });
-      const ops = [...caOps, ...(paths?.ops ?? [])];
-      const cas = caOps.length > 0 ? merge.cas : inEvery;
-      if (ops.length === 0) return { ref, exists: true, cas, added: [] };
-      const rv = view.metadata?.resourceVersion;
-      const test: JsonPatchOp[] = rv ? [{ op: 'test', path: '/metadata/resourceVersion', value: rv }] : [];
-      try {
-        await this.client.patch(ref, [...test, ...ops]);
-      } catch (e) {
-        if (isConflict(e) && attempt < ATTEMPTS) continue;
-        return { ref, exists: true, cas: inEvery, added: [], error: `${what}: cannot write: ${redacted(e)}` };
-      }
-      const added = caOps.length > 0 ? merge.added : [];
-      // The token is never logged: the log is readable by more people than the configurations.
-      this.o.log.info('webhook configuration updated', {
-        configuration: what,
-        cas: merge.cas.map((c) => c.fingerprint256.slice(0, 23)),
-        added: added.length,
-        removed: caOps.length > 0 ? merge.removed.length : 0,
-        paths: paths?.changed ?? [],
+        const caBundle = Buffer.from(merge.pem, 'utf8').toString('base64');
+        // Never an empty bundle: the API server would fall back to the system roots.
+        caChanged = merge.cas.length > 0 && bundles.some((b) => b !== caBundle);
+        paths = wanted.paths && webhookPathPatch(view, wanted.paths.token, this.routeOf, wanted.paths.keep);
+        if (paths?.unknown.length && !warned) {
+          warned = true;
+          this.o.log.warn('webhooks without a known route or with a path not ours keep it', {
+            configuration: what,
+            webhooks: paths.unknown,
+          });
+        }
+        const names = webhooks.map((w) => w.name);
+        return [...(caChanged ? caBundlePatch(names, caBundle) : []), ...(paths?.ops ?? [])];
       });
-      return { ref, exists: true, cas, added };
+    } catch (e) {
+      // An API error may quote a path; errors reach logs, events and /readyz. Every token-shaped segment goes.
+      const error = errorMessage(e).replace(/\/t\/[A-Za-z0-9_-]{43}(?=\/|$)/g, '/t/<token>');
+      return { ref, exists: true, cas: inEvery, added: [], error };
     }
+    if (!done) return { ref, exists: false, cas: [], added: [] };
+    if (done.ops.length === 0 || !merge) return { ref, exists: true, cas: inEvery, added: [] };
+    // The token is never logged: the log is readable by more people than the configurations.
+    this.o.log.info('webhook configuration updated', {
+      configuration: what,
+      cas: merge.cas.map((c) => c.fingerprint256.slice(0, 23)),
+      added: caChanged ? merge.added.length : 0,
+      removed: caChanged ? merge.removed.length : 0,
+      paths: paths?.changed ?? [],
+    });
+    return { ref, exists: true, cas: caChanged ? merge.cas : inEvery, added: caChanged ? merge.added : [] };
   }
 }
