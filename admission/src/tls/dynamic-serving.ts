@@ -49,6 +49,15 @@ import { WebhookInjector, type InjectResult } from './webhook-injector.js';
 /** Time for a changed caBundle to reach every API server's webhook client (they watch the configurations). */
 export const CA_PROPAGATION_DELAY_MS = 2_000;
 
+/** What each kind of Secret write does, in logs and as the Event's reason. */
+const WRITES = {
+  create: { what: 'created the CA Secret', reason: 'CACreated' },
+  repair: { what: 'rotated the CA', reason: 'CARepaired' },
+  'new-ca': { what: 'rotated the CA', reason: 'CARotated' },
+  'path-key': { what: 'added the webhook path key', reason: 'PathKeyAdded' },
+  'drop-legacy-token': { what: "removed 0.1.0's webhook path token", reason: 'LegacyPathTokenRemoved' },
+} as const;
+
 export interface DynamicServingOptions {
   /** Its user agent identifies these writes (not the webhook path's). */
   client: KubeClient;
@@ -235,13 +244,7 @@ export class DynamicServingSource implements CertificateSource {
       servingLifetimeMs: this.o.servingLifetimeMs,
       dropLegacyToken: plan.write === 'drop-legacy-token',
     });
-    const what = !secret
-      ? 'created the CA Secret'
-      : newCA
-        ? 'rotated the CA'
-        : plan.write === 'path-key'
-          ? 'added the webhook path key'
-          : "removed 0.1.0's webhook path token";
+    const { what, reason } = WRITES[!secret ? 'create' : plan.damaged ? 'repair' : plan.write!];
     if (plan.damaged) {
       this.log.warn('CA Secret is invalid; repairing it', { reasons: plan.reasons });
       this.store.record(
@@ -263,15 +266,6 @@ export class DynamicServingSource implements CertificateSource {
       ca: ca?.fingerprint256 ?? null,
       notAfter: ca?.notAfter.toISOString() ?? null,
     });
-    const reason = !secret
-      ? 'CACreated'
-      : plan.damaged
-        ? 'CARepaired'
-        : newCA
-          ? 'CARotated'
-          : plan.write === 'path-key'
-            ? 'PathKeyAdded'
-            : 'LegacyPathTokenRemoved';
     this.store.record(
       'Normal',
       reason,
