@@ -11,7 +11,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { routeBehindToken } from '@kd-connections/certs';
+import { routeBehindToken } from './path-token/path-token-rules.js';
 import { errorMessage, type Logger, type Readiness } from '@kd-connections/shared/runtime';
 import { parseAdmissionReview, type AdmissionReview } from './admission-review.js';
 import type { BodyGarbage } from './body-garbage.js';

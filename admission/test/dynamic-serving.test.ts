@@ -8,12 +8,12 @@ import {
   createCA,
   createServingCert,
   inspectCertificate,
-  pathToken,
   splitPemBlocks,
   type SecretObject,
 } from '@kd-connections/certs';
 import { KubeApiError, silentLogger, type EventInput, type KubeClient } from '@kd-connections/shared/runtime';
 import { DynamicServingSource } from '../src/tls/dynamic-serving.js';
+import { pathToken } from '../src/path-token/path-token-rules.js';
 import { certificateFacts, isIssuedBy } from '../../test/support/certificate-facts.js';
 
 const NS = 'kd';

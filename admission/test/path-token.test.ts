@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { pathToken, tokenPath } from '@kd-connections/certs';
+import { pathToken, tokenPath } from '../src/path-token/path-token-rules.js';
 
 const newPathToken = () => pathToken(randomBytes(32), 1);
 import { createLogger } from '@kd-connections/shared/runtime';

@@ -3,5 +3,4 @@ export * from './inspect.js';
 export * from './ca-secret.js';
 export * from './bundle-merge.js';
 export * from './inject.js';
-export * from './webhook-path.js';
 export * from './cli.js';

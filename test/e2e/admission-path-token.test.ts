@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AdmissionregistrationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { pathToken } from '@kd-connections/certs';
+import { pathToken } from '../../admission/src/path-token/path-token-rules.js';
 import { useTestEnv } from '../support/cluster.js';
 import { installCrds } from '../support/crds.js';
 import { EXISTENCE_PROBES, kdclusterReview } from '../support/kdcluster-review.js';

@@ -24,8 +24,6 @@ import {
   generateKeyPem,
   inspectCertificate,
   LEGACY_TOKEN_MAX_AGE_MS,
-  PATH_TOKEN_ROTATION_MS,
-  pathTokenClock,
   planCA,
   previousTrustedUntil,
   readCASecret,
@@ -41,7 +39,8 @@ import {
 } from '@kd-connections/certs';
 import { EventRecorder, Informer, type KubeClient, type Logger } from '@kd-connections/shared/runtime';
 import type { CertificateSink, CertificateSource } from './certificate.js';
-import { PathTokens } from './path-tokens.js';
+import { PATH_TOKEN_ROTATION_MS, pathTokenClock } from '../path-token/path-token-rules.js';
+import { PathTokens } from '../path-token/path-token-state.js';
 import { RenewalScheduler } from './renewal-scheduler.js';
 import { TlsSecretStore } from './tls-secret-store.js';
 import { WebhookInjector, type InjectResult } from './webhook-injector.js';

@@ -12,14 +12,13 @@ import {
   mergeBundle,
   trackUnwanted,
   updateConfiguration,
-  webhookPathPatch,
   type BundleMerge,
   type CertificateInfo,
-  type PathPatch,
   type WebhookConfigurationClient,
   type WebhookConfigurationRef,
 } from '@kd-connections/certs';
 import { errorMessage, type Logger } from '@kd-connections/shared/runtime';
+import { webhookPathPatch, type PathPatch } from '../path-token/path-token-rules.js';
 
 /** How long a CA stays published after the Secret stopped wanting it (see bundle-merge.ts in certs). */
 export const PRUNE_AFTER_MS = 20_000;

@@ -9,8 +9,8 @@ import {
   routeBehindToken,
   tokenPath,
   webhookPathPatch,
-  type WebhookConfigurationView,
-} from '../src/index.js';
+} from '../src/path-token/path-token-rules.js';
+import type { WebhookConfigurationView } from '@kd-connections/certs';
 
 const KEY = Buffer.alloc(32, 7);
 const A = pathToken(KEY, 1);

@@ -12,7 +12,7 @@
  * Pure: derivation, which tokens are accepted when, the patch, and the parse of a request's path.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { JsonPatchOp, WebhookConfigurationView } from './inject.js';
+import type { JsonPatchOp, WebhookConfigurationView } from '@kd-connections/certs';
 
 const PREFIX = '/t/';
 

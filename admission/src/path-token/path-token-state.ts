@@ -1,19 +1,19 @@
 /**
  * One replica's webhook path tokens in dynamic-serving mode: which it accepts and which it publishes, from
- * the CA Secret's key and its own clock (webhook-path.ts in certs has the pure rules). Kept here beside
+ * the CA Secret's key and its own clock (path-token-rules.ts has the pure rules). Kept here beside
  * them: tokens no longer current — a replaced key's, 0.1.0's stored ones once removed — which stay accepted
  * until this replica's publication of the new paths succeeded, plus KEY_CHANGE_GRACE_MS; and 0.1.0's tokens
  * still in the Secret, accepted and kept published as they are.
  */
+import type { CASecret } from '@kd-connections/certs';
 import {
   acceptedPathTokens,
   pathToken,
   pathTokenChangeAt,
   pathTokenPeriod,
   publishedPathTokenPeriod,
-  type CASecret,
   type PathTokenClock,
-} from '@kd-connections/certs';
+} from './path-token-rules.js';
 
 /** How long the tokens of a replaced key stay accepted after the new paths were published. */
 const KEY_CHANGE_GRACE_MS = 60_000;
