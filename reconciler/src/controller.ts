@@ -26,7 +26,7 @@ import { routeEvents } from './event-routing.js';
 import { reconcileCluster, RetryableError, writeKey, type ReconcileOutcome } from './reconcile.js';
 import { termWrites, type Term, type WriteDeps } from './term-writes.js';
 import { LimitedPodExec, reconnectPass, type PodExec } from './reconnect-hook.js';
-import { MAX_REQUEUE_DELAY_MS, WorkQueue } from './work-queue.js';
+import { MAX_REQUEUE_DELAY_MS, WorkQueue } from '@kd-connections/shared/runtime';
 
 export class Controller {
   readonly caches: Caches;

@@ -14,7 +14,7 @@
  * On graceful shutdown the lease is released at once.
  */
 import { errorMessage, errorStatus, microTime, type KubeClient, type Logger } from '@kd-connections/shared/runtime';
-import { systemClock, type Clock, type TimerHandle } from './clock.js';
+import { systemClock, type Clock, type TimerHandle } from '@kd-connections/shared/runtime';
 
 /** What a leader gets for the length of its term. */
 export interface Leadership {

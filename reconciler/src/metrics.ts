@@ -7,7 +7,7 @@
  * prom-client's default metrics, unprefixed.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { QueueObserver, RunOutcome } from './work-queue.js';
+import type { QueueObserver, RunOutcome } from '@kd-connections/shared/runtime';
 
 export type WriteKind = 'kdcluster' | 'kdcluster_status' | 'pod' | 'private_secret' | 'event';
 

@@ -13,7 +13,7 @@ import {
   type Logger,
   ProbeServer,
 } from '@kd-connections/shared/runtime';
-import type { Clock } from './clock.js';
+import type { Clock } from '@kd-connections/shared/runtime';
 import type { ReconcilerConfig } from './config.js';
 import { Controller } from './controller.js';
 import { HeapRelease } from './heap-release.js';

@@ -7,7 +7,7 @@
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import { KubeApiError, type RequestOptions } from '@kd-connections/shared/runtime';
 import type { LeaseClient } from '../src/leader-election.js';
-import type { FakeClock } from './fake-clock.js';
+import type { FakeClock } from '../../shared/test/fake-clock.js';
 
 interface StoredLease {
   metadata: { name: string; namespace: string; resourceVersion: string };

@@ -6,7 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { silentLogger } from '@kd-connections/shared/runtime';
 import { LeaderElector, type Leadership } from '../src/leader-election.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../../shared/test/fake-clock.js';
 import { FakeLeaseApi, type FakeLeaseClient } from './fake-lease-api.js';
 
 interface Timing {

@@ -11,8 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, silentLogger } from '@kd-connections/shared/runtime';
 import { LeaderElector, type Leadership } from '../src/leader-election.js';
-import { WorkQueue, type RunOutcome } from '../src/work-queue.js';
-import { FakeClock } from './fake-clock.js';
+import { WorkQueue, type RunOutcome } from '@kd-connections/shared/runtime';
+import { FakeClock } from '../../shared/test/fake-clock.js';
 import { FakeLeaseApi } from './fake-lease-api.js';
 
 const TIMING = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { CONTROLLER_NAME, ReconcilerMetrics } from '../src/metrics.js';
-import { WorkQueue } from '../src/work-queue.js';
-import { FakeClock, settle } from './fake-clock.js';
+import { WorkQueue } from '@kd-connections/shared/runtime';
+import { FakeClock, settle } from '../../shared/test/fake-clock.js';
 
 const Q = `controller="${CONTROLLER_NAME}",name="${CONTROLLER_NAME}"`;
 const C = `controller="${CONTROLLER_NAME}"`;

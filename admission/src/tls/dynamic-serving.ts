@@ -37,11 +37,17 @@ import {
   type WebhookConfigurationClient,
   type WebhookConfigurationRef,
 } from '@kd-connections/certs';
-import { EventRecorder, Informer, type KubeClient, type Logger } from '@kd-connections/shared/runtime';
+import {
+  errorMessage,
+  EventRecorder,
+  Informer,
+  WorkQueue,
+  type KubeClient,
+  type Logger,
+} from '@kd-connections/shared/runtime';
 import type { CertificateSink, CertificateSource } from './certificate.js';
 import { PATH_TOKEN_ROTATION_MS, pathTokenClock } from '../path-token/path-token-rules.js';
 import { PathTokens } from '../path-token/path-token-state.js';
-import { RenewalScheduler } from './renewal-scheduler.js';
 import { TlsSecretStore } from './tls-secret-store.js';
 import { WebhookInjector, type InjectResult } from './webhook-injector.js';
 
@@ -103,7 +109,12 @@ export class DynamicServingSource implements CertificateSource {
   private leafIssuer: CertificateInfo | undefined;
   /** When this replica first saw each CA in every caBundle (epoch ms). */
   private readonly trustedSince = new Map<string, number>();
-  private readonly scheduler: RenewalScheduler;
+  /** One key: a pass at a time, a change during a pass brings one more, failures retried with backoff. */
+  private readonly queue: WorkQueue;
+  private running = new AbortController();
+  private informers: Informer[] = [];
+  private failures = 0;
+  private lastError: string | undefined;
   private readonly store: TlsSecretStore;
   private readonly injector: WebhookInjector;
   private readonly tokens: PathTokens;
@@ -131,42 +142,60 @@ export class DynamicServingSource implements CertificateSource {
       { log: this.log, now: this.now, ...(o.pruneAfterMs !== undefined ? { pruneAfterMs: o.pruneAfterMs } : {}) },
     );
     this.tokens = new PathTokens(pathTokenClock(o.pathTokenRotationMs ?? PATH_TOKEN_ROTATION_MS), this.now);
-    this.scheduler = new RenewalScheduler({
-      pass: () => this.sync(),
-      now: this.now,
-      backoff: o.backoff ?? { initialMs: 1_000, maxMs: 60_000 },
-      onRecovered: (failures) => this.log.info('certificate bootstrap recovered', { failures }),
-      onFailure: (error, failures, retryInMs) => {
-        this.log.error('certificate bootstrap failed; retrying', {
-          error,
-          failures,
-          retryInMs,
-          serving: this.leaf?.fingerprint256 ?? null,
-        });
-        this.store.record('Warning', 'CertificateBootstrapFailed', 'Bootstrap', `${error} (retrying)`);
+    this.queue = new WorkQueue(
+      async (_key, signal) => {
+        const wake = await this.sync(signal);
+        // At least a second: a due time already past must not spin.
+        return wake && { requeueAfterMs: Math.max(1_000, wake.getTime() - this.now().getTime()) };
       },
-    });
+      {
+        concurrency: 1,
+        baseDelayMs: o.backoff?.initialMs ?? 1_000,
+        maxDelayMs: o.backoff?.maxMs ?? 60_000,
+        onResult: (_key, outcome, _ms, e, retryInMs) => {
+          if (outcome === 'error') {
+            this.lastError = errorMessage(e);
+            const error = this.lastError;
+            const serving = this.leaf?.fingerprint256 ?? null;
+            this.log.error('certificate bootstrap failed; retrying', {
+              error,
+              failures: ++this.failures,
+              retryInMs,
+              serving,
+            });
+            this.store.record('Warning', 'CertificateBootstrapFailed', 'Bootstrap', `${error} (retrying)`);
+          } else if (outcome === 'success' || outcome === 'requeue') {
+            if (this.failures > 0) this.log.info('certificate bootstrap recovered', { failures: this.failures });
+            [this.failures, this.lastError] = [0, undefined];
+          }
+        },
+      },
+    );
   }
 
   async start(sink: CertificateSink): Promise<void> {
     this.sink = sink;
-    this.scheduler.resume();
+    this.running = new AbortController();
+    this.queue.start(this.running.signal);
     if (this.o.watch !== false) this.startWatches();
     await this.reconcile();
   }
 
   stop(): void {
-    void this.scheduler.stop().finally(() => this.o.client.close());
+    this.running.abort();
+    const informers = this.informers.splice(0);
+    void Promise.all([this.queue.stop(), ...informers.map((i) => i.stop())]).finally(() => this.o.client.close());
   }
 
   /** One pass (or joins the pass under way and runs another after it); never rejects. */
   reconcile(): Promise<void> {
-    return this.scheduler.run();
+    this.queue.add('ca');
+    return this.queue.whenIdle();
   }
 
   /** False while no valid certificate is served, or (with a path token) while no token is known. */
   notReadyReasons(): string[] {
-    const why = this.scheduler.lastError ? `: ${this.scheduler.lastError}` : '';
+    const why = this.lastError ? `: ${this.lastError}` : '';
     const leaf = this.leaf;
     if (!leaf) return [`no serving certificate from the CA in Secret ${this.where} yet${why}`];
     if (this.o.pathToken && !this.tokens.hasKey) return [`no webhook path key from Secret ${this.where} yet${why}`];
@@ -187,7 +216,7 @@ export class DynamicServingSource implements CertificateSource {
   }
 
   /** Brings the Secret, the configurations and the served leaf in line; returns when to look again. */
-  private async sync(): Promise<Date | undefined> {
+  private async sync(signal: AbortSignal): Promise<Date | undefined> {
     let secret = await this.store.read();
     let s = readCASecret(secret);
     let plan = planCA(secret, s, this.now());
@@ -199,7 +228,7 @@ export class DynamicServingSource implements CertificateSource {
       }
       if (round > 3) throw new Error(`the Secret ${this.where} changed under each of 3 attempts to write it`);
       const written = await this.write(plan, secret, s);
-      if (this.scheduler.isStopped) return undefined;
+      if (signal.aborted) return undefined;
       secret = written ?? (await this.store.read());
       s = readCASecret(secret);
       plan = planCA(secret, s, this.now());
@@ -217,7 +246,7 @@ export class DynamicServingSource implements CertificateSource {
     });
     errors.push(...results.filter((r) => r.error).map((r) => r.error!));
     if (paths && publish && results.every((r) => !r.error)) this.tokens.published(publish);
-    const leafWait = await this.ensureLeaf(s, results);
+    const leafWait = await this.ensureLeaf(s, results, signal);
     if (errors.length > 0) throw new Error(errors.join('; '));
     return this.wakeAt(s, leafWait);
   }
@@ -287,7 +316,7 @@ export class DynamicServingSource implements CertificateSource {
    * Signs a new leaf when none is served, the CA changed or renewal is due — once the CA has been in every
    * caBundle for the propagation delay (else returns when it will have been).
    */
-  private async ensureLeaf(s: CASecret, results: InjectResult[]): Promise<Date | undefined> {
+  private async ensureLeaf(s: CASecret, results: InjectResult[], signal: AbortSignal): Promise<Date | undefined> {
     const ca = s.ca;
     const now = this.now();
     if (!ca) {
@@ -312,7 +341,7 @@ export class DynamicServingSource implements CertificateSource {
       keyPem: await generateKeyPem(this.o.keyBits),
       now,
     });
-    if (this.scheduler.isStopped) return undefined;
+    if (signal.aborted) return undefined;
     this.sink!.setCertificate(signed.certPem, signed.keyPem);
     const info = inspectCertificate(signed.certPem);
     this.leafIssuer = ca.info;
@@ -343,18 +372,15 @@ export class DynamicServingSource implements CertificateSource {
   }
 
   private startWatches(): void {
-    const watch = (name: string, path: string, objectName: string) =>
-      this.scheduler.watch(
-        new Informer({
-          name,
-          client: this.o.client,
-          path,
-          fieldSelector: `metadata.name=${objectName}`,
-          // Only a trigger: every pass reads live, so nothing is cached but names and versions.
-          metadataOnly: true,
-          log: this.log,
-        }),
-      );
+    // Only triggers: every pass reads live, so nothing is cached but names and versions. The events of
+    // one change (an edit, our own write) come in a burst: one pass 100 ms after the first serves them all.
+    const kick = () => this.queue.addAfter('ca', 100);
+    const watch = (name: string, path: string, objectName: string) => {
+      const fieldSelector = `metadata.name=${objectName}`;
+      const i = new Informer({ name, client: this.o.client, path, fieldSelector, metadataOnly: true, log: this.log });
+      i.on('add', kick).on('update', kick).on('delete', kick).start();
+      this.informers.push(i);
+    };
     watch('tls-secret', this.store.collectionPath, this.store.name);
     for (const ref of this.o.webhookConfigurations) {
       watch(

@@ -9,9 +9,8 @@ import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { errorMessage, silentLogger, type Logger } from '@kd-connections/shared/runtime';
+import { errorMessage, silentLogger, WorkQueue, type Logger } from '@kd-connections/shared/runtime';
 import type { CertificateSink, CertificateSource } from './certificate.js';
-import { SingleFlight } from './single-flight.js';
 
 export interface FileCertificateOptions {
   certFile: string;
@@ -32,7 +31,8 @@ export class FileCertificateSource implements CertificateSource {
   private debounce: NodeJS.Timeout | undefined;
   private lastLoaded = '';
   private lastRejected = '';
-  private readonly checks = new SingleFlight(() => this.checkOnce());
+  /** One check at a time; a change seen during one brings one more. checkOnce never throws. */
+  private readonly checks = new WorkQueue(() => this.checkOnce(), { concurrency: 1 });
   private readonly log: Logger;
 
   constructor(private readonly opts: FileCertificateOptions) {
@@ -41,6 +41,7 @@ export class FileCertificateSource implements CertificateSource {
 
   async start(sink: CertificateSink): Promise<void> {
     this.sink = sink;
+    this.checks.start();
     const dirs = this.opts.watch === false ? [] : [dirname(this.opts.certFile), dirname(this.opts.keyFile)];
     for (const dir of new Set(dirs)) {
       try {
@@ -62,6 +63,7 @@ export class FileCertificateSource implements CertificateSource {
     this.watchers = [];
     if (this.poller) clearInterval(this.poller);
     if (this.debounce) clearTimeout(this.debounce);
+    void this.checks.stop();
   }
 
   private schedule(): void {
@@ -72,7 +74,8 @@ export class FileCertificateSource implements CertificateSource {
 
   /** Reads both files and hands a changed pair to the sink; one check at a time. */
   check(): Promise<void> {
-    return this.checks.run();
+    this.checks.add('files');
+    return this.checks.whenIdle();
   }
 
   private async checkOnce(): Promise<void> {

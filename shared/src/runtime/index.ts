@@ -12,3 +12,5 @@ export * from './keep-alive-agent.js';
 export * from './listen.js';
 export * from './probe-server.js';
 export * from './run-service.js';
+export * from './clock.js';
+export * from './work-queue.js';

@@ -1,5 +1,5 @@
 /** A clock the test moves by hand; timers fire in due order, with pending promise work run between them. */
-import type { Clock, TimerHandle } from '../src/clock.js';
+import type { Clock, TimerHandle } from '../src/runtime/clock.js';
 
 /** Lets every promise chain that can move on do so (one macrotask turn drains the microtasks). */
 export async function settle(): Promise<void> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MAX_REQUEUE_DELAY_MS, TerminalError, WorkQueue, type RunOutcome } from '../src/work-queue.js';
+import { MAX_REQUEUE_DELAY_MS, TerminalError, WorkQueue, type RunOutcome } from '../src/runtime/work-queue.js';
 import { FakeClock } from './fake-clock.js';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
@@ -141,6 +141,18 @@ describe('WorkQueue', () => {
     await stopping;
     expect(runs).toEqual(['slow']);
     expect(q.depth).toBe(1); // kept for when work starts again
+  });
+
+  it("cuts a delay past setTimeout's largest to it, so a wake months away comes early instead of at once", async () => {
+    const clock = new FakeClock();
+    const runs: number[] = [];
+    const q = new WorkQueue(async () => void runs.push(clock.now()), { concurrency: 1, clock });
+    q.start();
+    q.addAfter('k', 90 * 24 * 3_600_000);
+    await clock.advance(2 ** 31 - 2);
+    expect(runs).toEqual([]);
+    await clock.advance(1);
+    expect(runs).toEqual([clock.now()]);
   });
 
   it('caps the requeue backoff at 30 s by default, as README promises', () => {

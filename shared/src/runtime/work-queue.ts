@@ -23,6 +23,8 @@ export class TerminalError extends Error {
 /** The requeue backoff cap: after an outage every failed key is retried within this long of its end. */
 export const MAX_REQUEUE_DELAY_MS = 30_000;
 
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 /** `aborted`: the run's signal fired (leadership lost); not retried here, the next leader resyncs. */
 export type RunOutcome = 'success' | 'requeue' | 'error' | 'terminal' | 'aborted';
 
@@ -104,9 +106,13 @@ export class WorkQueue {
     this.pump();
   }
 
-  /** Adds the key after `ms`; a shorter pending delay wins. */
-  addAfter(key: string, ms: number): void {
-    if (ms <= 0) return this.add(key);
+  /**
+   * Adds the key after `ms`; a shorter pending delay wins. A delay past setTimeout's largest (about 24.8
+   * days), which would fire at once, is cut to it: the key then comes early and its work asks again.
+   */
+  addAfter(key: string, delayMs: number): void {
+    if (delayMs <= 0) return this.add(key);
+    const ms = Math.min(delayMs, MAX_TIMER_DELAY_MS);
     const due = this.clock.now() + ms;
     const pending = this.timers.get(key);
     if (pending && pending.due <= due) return;
