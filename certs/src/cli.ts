@@ -24,6 +24,7 @@ import {
   FlagError,
   flagsHelp,
   KubeClient,
+  loadKubeConnection,
   packageVersion,
   parseFlags,
   versionText,
@@ -62,7 +63,11 @@ const INJECT_FLAGS = {
   'ca-file': { type: 'string', required: true, metavar: 'FILE', help: 'the CA certificate(s), PEM' },
   validating: { type: 'list', metavar: 'NAME', help: 'a ValidatingWebhookConfiguration (repeatable)' },
   mutating: { type: 'list', metavar: 'NAME', help: 'a MutatingWebhookConfiguration (repeatable)' },
-  kubeconfig: { type: 'string', metavar: 'PATH', help: 'kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)' },
+  kubeconfig: {
+    type: 'string',
+    metavar: 'PATH',
+    help: 'kubeconfig file (default: $KUBECONFIG, else the ServiceAccount in a pod, else ~/.kube/config)',
+  },
 } satisfies Record<string, FlagSpec>;
 
 export const CERTS_PROGRAM: ProgramInfo = {
@@ -186,17 +191,10 @@ function writeNew(path: string, data: string, mode: number, force: boolean): voi
   }
 }
 
-/** The project's KubeClient on --kubeconfig or the default kubeconfig; close() it when done. */
-async function defaultWebhookClient(kubeconfigPath: string | undefined): Promise<OwnedClient> {
-  // Loaded here, not at the top: generate does not need client-node (about a second to import).
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const kc = new KubeConfig();
-  if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
-  else kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) {
-    throw new Error(`no cluster in ${kubeconfigPath ?? 'the default kubeconfig (KUBECONFIG, ~/.kube/config)'}`);
-  }
-  const kube = new KubeClient(kc, `kd-connections-certs/${CERTS_PROGRAM.version}`);
+/** The services' client on the connection they would use (--kubeconfig, $KUBECONFIG, in-pod, ~/.kube/config). */
+async function defaultWebhookClient(kubeconfig: string | undefined): Promise<OwnedClient> {
+  const connection = await loadKubeConnection({ kubeconfig: kubeconfig ?? process.env.KUBECONFIG ?? '' });
+  const kube = new KubeClient(connection, `kd-connections-certs/${CERTS_PROGRAM.version}`);
   return Object.assign(webhookConfigurationClient(kube), { close: () => kube.close() });
 }
 

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { useTestEnv } from '../support/cluster.js';
+import { installCrds } from '../support/crds.js';
 import { freePort } from '../controlplane/net.js';
 import { eventually, ok, repoRoot } from '../support/processes.js';
 import { startAdmission } from '../support/services.js';
@@ -73,6 +74,9 @@ const configurations = [fullname, `${fullname}-other`].flatMap((name) => [
 ]);
 
 beforeAll(async () => {
+  // The service is ready only once its caches of kdclusters and kdapps synced: the CRDs must be there, not
+  // left to whichever test file ran before this one (alone, this file waited forever).
+  ok(await installCrds(env), 'install CRDs');
   // Secret connections off, so the only Secret rights left are the bootstrap ones. 127.0.0.1 in the
   // certificate lets the test reach the service the way the API server would reach the Service.
   const { docs } = await helmTemplate(env, release, ns, [
