@@ -56,8 +56,8 @@ export async function helmTemplate(
  * validation (nothing is persisted; webhook configurations' CEL is compiled) answers for each, cleanly.
  */
 export async function expectServerDryRunClean(env: TestEnv, docs: Doc[]): Promise<void> {
-  // The CRDs exist already on the shared control plane (applied server-side by the harness): a
-  // client-side apply would warn about the missing last-applied annotation, so they go server-side.
+  // The CRDs may exist already on the shared control plane (other files apply them server-side): a
+  // client-side apply would then warn about the missing last-applied annotation, so they go server-side.
   const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');
   const rest = docs.filter((d) => d.kind !== 'CustomResourceDefinition');
   const runs: [string[], Doc[]][] = [
