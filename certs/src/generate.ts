@@ -101,7 +101,9 @@ export function issueCertificate(
       : []),
   ]);
   cert.sign(issuer ? pki.privateKeyFromPem(issuer.keyPem) : privateKey, md.sha256.create());
-  return { certPem: pki.certificateToPem(cert), keyPem: pki.privateKeyToPem(privateKey) };
+  // node-forge ends PEM lines with CRLF; files and caBundles get LF, as OpenSSL writes them.
+  const lf = (pem: string) => pem.replace(/\r\n/g, '\n');
+  return { certPem: lf(pki.certificateToPem(cert)), keyPem: lf(pki.privateKeyToPem(privateKey)) };
 }
 
 export function createCA(opts: CAOptions = {}): CertPair {
