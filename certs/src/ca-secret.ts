@@ -9,7 +9,7 @@
  *                      one shared serving pair here, signed by the same ca.crt/ca.key: during an upgrade they
  *                      still do, and both versions serve leaves of the one CA
  *   ca-previous.crt    CAs a rotation replaced: trusted while a leaf they signed may still be served
- *   webhook-path-key   the secret webhook path tokens are derived from (webhook-path.ts)
+ *   webhook-path-key   the secret webhook path tokens are derived from (admission/src/path-token)
  *   webhook-path-token, -previous, -issued   0.1.0's stored path token: accepted and kept published while
  *                      a 0.1.0 replica may be running (LEGACY_TOKEN_MAX_AGE_MS), then removed
  *

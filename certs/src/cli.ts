@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCA, createServingCert, DAY_MS, servingDnsNames } from './generate.js';
@@ -44,7 +45,9 @@ export interface CliIO {
   cwd?: string;
   /** The clock for certificate validity (default: the system clock). */
   now?: () => Date;
-  /** The API client inject-ca uses (default: client-node on --kubeconfig or the default kubeconfig). */
+  /** The home directory whose .kube/config inject-ca falls back to (default: os.homedir()). */
+  home?: string;
+  /** The API client inject-ca uses (default: the project's client on the kubeconfig kubectl would use). */
   webhookClient?: (kubeconfigPath: string | undefined) => WebhookConfigurationClient;
 }
 
@@ -66,7 +69,7 @@ const INJECT_FLAGS = {
   kubeconfig: {
     type: 'string',
     metavar: 'PATH',
-    help: 'kubeconfig file (default: $KUBECONFIG, else the ServiceAccount in a pod, else ~/.kube/config)',
+    help: 'kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the ServiceAccount in a pod, as kubectl)',
   },
 } satisfies Record<string, FlagSpec>;
 
@@ -191,9 +194,14 @@ function writeNew(path: string, data: string, mode: number, force: boolean): voi
   }
 }
 
-/** The services' client on the connection they would use (--kubeconfig, $KUBECONFIG, in-pod, ~/.kube/config). */
-async function defaultWebhookClient(kubeconfig: string | undefined): Promise<OwnedClient> {
-  const connection = await loadKubeConnection({ kubeconfig: kubeconfig ?? process.env.KUBECONFIG ?? '' });
+/**
+ * The project's client on the kubeconfig kubectl would use: --kubeconfig, $KUBECONFIG, ~/.kube/config, then
+ * the ServiceAccount in a pod (a toolbox pod that deploys elsewhere through its ~/.kube/config stays there).
+ */
+async function defaultWebhookClient(kubeconfig: string | undefined, io: CliIO): Promise<OwnedClient> {
+  const home = join(io.home ?? homedir(), '.kube', 'config');
+  const file = kubeconfig || process.env.KUBECONFIG || (existsSync(home) ? home : '');
+  const connection = await loadKubeConnection({ kubeconfig: file });
   const kube = new KubeClient(connection, `kd-connections-certs/${CERTS_PROGRAM.version}`);
   return Object.assign(webhookConfigurationClient(kube), { close: () => kube.close() });
 }
@@ -229,7 +237,7 @@ async function injectCa(args: readonly string[], io: CliIO): Promise<number> {
 
   let client: OwnedClient;
   try {
-    client = io.webhookClient ? io.webhookClient(kubeconfig) : await defaultWebhookClient(kubeconfig);
+    client = io.webhookClient ? io.webhookClient(kubeconfig) : await defaultWebhookClient(kubeconfig, io);
   } catch (e) {
     io.stderr(`error: cannot load kubeconfig: ${(e as Error).message}\n`);
     return EXIT_FAILURE;

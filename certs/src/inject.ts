@@ -97,6 +97,7 @@ export async function updateConfiguration(
       return { view, ops };
     } catch (e) {
       if (isConflict(e) && attempt < attempts) continue;
+      if (errorStatus(e) === 404) throw new Error(`${what} was deleted while it was being written`);
       throw new Error(
         `${what}: cannot write${isConflict(e) ? `, changed by another writer ${attempts} times` : ''}: ${errorMessage(e)}`,
       );

@@ -221,6 +221,39 @@ describe('inject-ca', () => {
     expect(client.patches).toHaveLength(2);
   });
 
+  it("without --kubeconfig reads $KUBECONFIG, else ~/.kube/config before a pod's ServiceAccount, as kubectl", async () => {
+    // A kubeconfig whose server nothing listens on: the error names the server that was dialled.
+    const home = join(root, 'home');
+    mkdirSync(join(home, '.kube'), { recursive: true });
+    const kubeconfig = (port: number) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      });
+    writeFileSync(join(home, '.kube', 'config'), kubeconfig(9));
+    writeFileSync(join(root, 'env-kubeconfig'), kubeconfig(7));
+    const saved = { ...process.env };
+    Object.assign(process.env, { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' });
+    try {
+      delete process.env.KUBECONFIG;
+      const inPod = await run(['inject-ca', '--ca-file', caFile, '--validating', 'v'], { home });
+      expect(inPod.code).toBe(EXIT_FAILURE);
+      expect(inPod.stderr).toContain('127.0.0.1:9');
+      process.env.KUBECONFIG = join(root, 'env-kubeconfig');
+      const fromEnv = await run(['inject-ca', '--ca-file', caFile, '--validating', 'v'], { home });
+      expect(fromEnv.stderr).toContain('127.0.0.1:7');
+    } finally {
+      for (const k of ['KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT']) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+    }
+  });
+
   it('carries on with the other configurations when one is missing, and fails', async () => {
     const client = fakeClient({ 'mutating/m': config('c') });
     const r = await run(['inject-ca', '--ca-file', caFile, '--validating', 'gone', '--mutating', 'm'], {

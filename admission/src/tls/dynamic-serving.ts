@@ -176,6 +176,8 @@ export class DynamicServingSource implements CertificateSource {
   async start(sink: CertificateSink): Promise<void> {
     this.sink = sink;
     this.running = new AbortController();
+    // The queue's backoff starts afresh on start(); so does the count the log gives.
+    this.failures = 0;
     this.queue.start(this.running.signal);
     if (this.o.watch !== false) this.startWatches();
     await this.reconcile();

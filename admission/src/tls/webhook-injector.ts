@@ -1,6 +1,6 @@
 /**
  * The one place that writes the webhook configurations in dynamic-serving mode: each webhook's caBundle
- * (bundle-merge.ts in certs has the rule) and its path behind the current token (webhook-path.ts), in one
+ * (bundle-merge.ts in certs has the rule) and its path behind the current token (path-token/path-token-rules.ts), in one
  * JSON Patch per configuration. Each write is computed from a fresh read and carries a `test` of the
  * resourceVersion and of every webhook's name (updateConfiguration in certs), so two replicas writing at
  * once never overwrite each other: the later write fails and is recomputed from what the earlier one left.

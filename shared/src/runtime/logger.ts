@@ -115,5 +115,8 @@ export const silentLogger: Logger = createLogger({ component: 'silent', level: '
 
 export function errorMessage(e: unknown): string {
   if (e instanceof Error) return e.message;
+  // An Error of another realm (a vm context, jest's sandbox) is not an instance of this one's.
+  const message = (e as { message?: unknown } | null)?.message;
+  if (typeof message === 'string') return message;
   return typeof e === 'string' ? e : JSON.stringify(e);
 }
